@@ -1,0 +1,1 @@
+//! rttscope's configuration.

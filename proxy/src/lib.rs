@@ -1,0 +1,1 @@
+//! rttscope: a MySQL wire-protocol proxy that shows where the time goes.
