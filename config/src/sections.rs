@@ -1,0 +1,369 @@
+//! The plain config sections: `limits`, `relay`, `log`, `record`, `report` and `link`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Checker;
+use crate::units::{Bandwidth, ByteSize, HumanDuration};
+
+/// `limits`: how many clients, and how long to wait for what.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Most client connections open at once; further clients wait in the kernel's accept
+    /// queue until one closes. At least 1. Default `1024`.
+    pub max_connections: u32,
+    /// How long dialing the upstream server may take before the client gets a MySQL error
+    /// packet saying the server is unreachable. Greater than 0. Default `5s`.
+    pub connect_timeout: HumanDuration,
+    /// Close a connection after this long with no bytes in either direction; `0` means
+    /// never. Default `8h` (MySQL's own `wait_timeout`).
+    pub idle_timeout: HumanDuration,
+    /// On SIGTERM/SIGINT, how long in-flight commands get to finish before their
+    /// connections are closed. Default `10s`.
+    pub shutdown_grace: HumanDuration,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_connections: 1024,
+            connect_timeout: HumanDuration::from_secs(5),
+            idle_timeout: HumanDuration::from_secs(8 * 3600),
+            shutdown_grace: HumanDuration::from_secs(10),
+        }
+    }
+}
+
+impl LimitsConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        c.require(
+            self.max_connections >= 1,
+            "max_connections",
+            "must be at least 1",
+        );
+        c.require(
+            !self.connect_timeout.is_zero(),
+            "connect_timeout",
+            "must be greater than 0",
+        );
+    }
+}
+
+/// `relay`: how bytes are forwarded between client and upstream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayConfig {
+    /// Bytes buffered per direction per connection; bounds memory whatever the result size.
+    /// `4KiB` to `1MiB`. Default `32KiB`.
+    pub buffer_size: ByteSize,
+    /// TCP keepalive idle time on upstream sockets, so a dead path is noticed; `0` turns
+    /// keepalive off. Default `60s`.
+    pub keepalive: HumanDuration,
+    /// `SO_SNDBUF` for upstream sockets. For experiments only: setting it disables the
+    /// kernel's send-buffer autotuning, which is exactly what makes long, fast links slow
+    /// (one buffer per round trip). Unset (the default) leaves autotuning on.
+    pub upstream_sndbuf: Option<ByteSize>,
+    /// `SO_RCVBUF` for upstream sockets. For experiments only: setting it disables the
+    /// kernel's receive-window autotuning and caps the window. Unset (the default) leaves
+    /// autotuning on.
+    pub upstream_rcvbuf: Option<ByteSize>,
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            buffer_size: ByteSize::kib(32),
+            keepalive: HumanDuration::from_secs(60),
+            upstream_sndbuf: None,
+            upstream_rcvbuf: None,
+        }
+    }
+}
+
+impl RelayConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        c.require(
+            (ByteSize::kib(4)..=ByteSize::mib(1)).contains(&self.buffer_size),
+            "buffer_size",
+            format!("must be between 4KiB and 1MiB, not {}", self.buffer_size),
+        );
+        for (key, value) in [
+            ("upstream_sndbuf", self.upstream_sndbuf),
+            ("upstream_rcvbuf", self.upstream_rcvbuf),
+        ] {
+            c.require(
+                value != Some(ByteSize(0)),
+                key,
+                "must be greater than 0 (leave it unset for kernel autotuning)",
+            );
+        }
+    }
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `log`: what the proxy itself logs (to stderr).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// A tracing filter: a level (`off`, `error`, `warn`, `info`, `debug`, `trace`),
+    /// optionally followed by `target=level` overrides, comma separated, e.g.
+    /// `info,rttscope::relay=debug`. Default `info`.
+    pub level: String,
+    /// `text` or `json`. Default `text`.
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            level: "info".to_owned(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// Checks the subset of `EnvFilter` syntax we promise: `level` and `target=level` directives.
+fn check_log_level(filter: &str) -> Result<(), String> {
+    if filter.trim().is_empty() {
+        return Err("must not be empty; use a level such as info".to_owned());
+    }
+    let is_level = |l: &str| LEVELS.iter().any(|x| x.eq_ignore_ascii_case(l.trim()));
+    for directive in filter.split(',') {
+        let ok = match directive.split_once('=') {
+            None => is_level(directive),
+            Some((target, level)) => {
+                let target = target.trim();
+                !target.is_empty()
+                    && target
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"_:-.".contains(&b))
+                    && is_level(level)
+            }
+        };
+        if !ok {
+            return Err(format!(
+                "invalid directive '{}' in '{filter}': expected a level ({}) or target=level",
+                directive.trim(),
+                LEVELS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl LogConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        if let Err(message) = check_log_level(&self.level) {
+            c.problem("level", message);
+        }
+    }
+}
+
+/// `record`: the per-command records and per-fingerprint aggregates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RecordConfig {
+    /// Record commands at all. With `false` rttscope is a plain relay (and link verdicts
+    /// still work). Default `true`.
+    pub enabled: bool,
+    /// Distinct query fingerprints kept, by total time; the rest are folded into one entry
+    /// named `other`. At least 10. Default `1000`.
+    pub max_fingerprints: usize,
+    /// Capacity of the bounded event channel between the relay and the recorder. When it is
+    /// full, events are dropped and counted, never waited for. At least 1024. Default `65536`.
+    pub event_queue: usize,
+    /// SQL text captured per command for fingerprinting; longer statements are cut here.
+    /// `1KiB` to `16MiB`. Default `64KiB`.
+    pub max_sql_bytes: ByteSize,
+}
+
+impl Default for RecordConfig {
+    fn default() -> Self {
+        RecordConfig {
+            enabled: true,
+            max_fingerprints: 1000,
+            event_queue: 65536,
+            max_sql_bytes: ByteSize::kib(64),
+        }
+    }
+}
+
+impl RecordConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        c.require(
+            self.max_fingerprints >= 10,
+            "max_fingerprints",
+            "must be at least 10",
+        );
+        c.require(
+            self.event_queue >= 1024,
+            "event_queue",
+            "must be at least 1024",
+        );
+        c.require(
+            (ByteSize::kib(1)..=ByteSize::mib(16)).contains(&self.max_sql_bytes),
+            "max_sql_bytes",
+            format!("must be between 1KiB and 16MiB, not {}", self.max_sql_bytes),
+        );
+    }
+}
+
+/// Report rendering.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportFormat {
+    /// The versioned JSON schema.
+    #[default]
+    Json,
+    /// Plain text for terminals.
+    Text,
+    /// A self-contained HTML page.
+    Html,
+}
+
+impl FromStr for ReportFormat {
+    type Err = crate::ValueError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "json" => Ok(ReportFormat::Json),
+            "text" => Ok(ReportFormat::Text),
+            "html" => Ok(ReportFormat::Html),
+            _ => Err(crate::ValueError::new(
+                "report format",
+                s,
+                "expected one of: json, text, html",
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ReportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReportFormat::Json => "json",
+            ReportFormat::Text => "text",
+            ReportFormat::Html => "html",
+        })
+    }
+}
+
+/// `report`: the final report written on shutdown.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportConfig {
+    /// Write the final report to this file on shutdown. Unset (the default): no file; the
+    /// report is still available from the admin API.
+    pub path: Option<PathBuf>,
+    /// `json`, `text` or `html`. Default `json`.
+    pub format: ReportFormat,
+    /// Include one example statement per fingerprint, with its literal values. Off by
+    /// default: literal values (which may be personal data) never appear in reports unless
+    /// this is `true`.
+    pub examples: bool,
+}
+
+impl ReportConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        if let Some(path) = &self.path {
+            c.require(
+                !path.as_os_str().is_empty(),
+                "path",
+                "must not be empty; leave it unset for no report file",
+            );
+        }
+    }
+}
+
+/// `link`: watching the upstream TCP connection (TCP_INFO) and judging what limits it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkConfig {
+    /// A response at least this large counts as a large transfer, for which rttscope says
+    /// what limited its speed (window, sender, reader, link). Greater than 0. Default `1MiB`.
+    pub large_transfer: ByteSize,
+    /// How often TCP_INFO is sampled on a connection while data flows. Greater than 0.
+    /// Default `10ms`.
+    pub sample_interval: HumanDuration,
+    /// The round-trip time you expect to the server; when set, verdicts compare the
+    /// measured RTT with it. Unset (the default): no expectation.
+    pub expected_rtt: Option<HumanDuration>,
+    /// The bandwidth you expect to the server; when set, transfers far below it are
+    /// explained. Unset (the default): no expectation.
+    pub expected_bandwidth: Option<Bandwidth>,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            large_transfer: ByteSize::mib(1),
+            sample_interval: HumanDuration::from_millis(10),
+            expected_rtt: None,
+            expected_bandwidth: None,
+        }
+    }
+}
+
+impl LinkConfig {
+    pub(crate) fn check(&self, c: &mut Checker<'_>) {
+        c.require(
+            self.large_transfer.0 > 0,
+            "large_transfer",
+            "must be greater than 0",
+        );
+        c.require(
+            !self.sample_interval.is_zero(),
+            "sample_interval",
+            "must be greater than 0",
+        );
+        c.require(
+            self.expected_rtt.is_none_or(|d| !d.is_zero()),
+            "expected_rtt",
+            "must be greater than 0 when set",
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_log_level;
+
+    #[test]
+    fn log_levels() {
+        for good in [
+            "info",
+            "DEBUG",
+            "info,rttscope::relay=debug",
+            "warn, h2=off",
+        ] {
+            assert!(check_log_level(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "verbose",
+            "info,",
+            "=debug",
+            "rttscope::relay",
+            "a=b",
+            "x[span]=info",
+        ] {
+            assert!(check_log_level(bad).is_err(), "{bad}");
+        }
+    }
+}

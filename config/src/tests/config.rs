@@ -1,0 +1,466 @@
+//! The whole file: defaults, the example, unknown keys, bad values, validation, overrides.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{invalid, problems, yaml_err};
+use crate::*;
+
+const EXAMPLE: &str = include_str!("../../examples/rttscope.yaml");
+
+#[test]
+fn empty_documents_give_defaults() {
+    for yaml in ["", "\n", "# only a comment\n", "~", "---\n"] {
+        assert_eq!(
+            Config::from_yaml(yaml).unwrap(),
+            Config::default(),
+            "{yaml:?}"
+        );
+    }
+    let d = Config::default();
+    assert_eq!(d.listen.to_string(), "127.0.0.1:6033");
+    assert_eq!(d.admin.to_string(), "127.0.0.1:6070");
+    assert_eq!(d.upstream.to_string(), "127.0.0.1:3306");
+    assert_eq!(d.limits.idle_timeout.get(), Duration::from_secs(8 * 3600));
+    assert_eq!(d.relay.buffer_size.bytes(), 32 * 1024);
+    assert_eq!(d.findings.scenarios.len(), 3);
+    assert!(!d.inject.is_active());
+    assert!(d.validate().is_ok());
+}
+
+#[test]
+fn example_file_is_defaults_plus_its_values() {
+    let parsed = Config::from_yaml(EXAMPLE).unwrap();
+    let defaults = Config::default();
+    let expected = Config {
+        upstream: "db.example.com:3306".parse().unwrap(),
+        report: ReportConfig {
+            path: Some(PathBuf::from("rttscope-report.json")),
+            ..defaults.report.clone()
+        },
+        link: LinkConfig {
+            expected_rtt: Some(HumanDuration::from_millis(15)),
+            expected_bandwidth: Bandwidth::new(100_000_000),
+            ..defaults.link.clone()
+        },
+        ..defaults
+    };
+    assert_eq!(parsed, expected);
+}
+
+/// Every key the config has (as serialized) appears in the example, and no other.
+#[test]
+fn example_file_shows_every_key() {
+    fn keys(v: &serde_yaml::Value, prefix: &str, out: &mut Vec<String>) {
+        if let serde_yaml::Value::Mapping(m) = v {
+            for (k, v) in m {
+                let k = k.as_str().unwrap_or_default();
+                let path = if prefix.is_empty() {
+                    k.to_owned()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                keys(v, &path, out);
+                out.push(path);
+            }
+        }
+    }
+    let (mut want, mut have) = (Vec::new(), Vec::new());
+    keys(
+        &serde_yaml::to_value(Config::default()).unwrap(),
+        "",
+        &mut want,
+    );
+    keys(&serde_yaml::from_str(EXAMPLE).unwrap(), "", &mut have);
+    want.sort();
+    have.sort();
+    assert_eq!(want, have);
+}
+
+#[test]
+fn serialized_config_parses_back() {
+    let mut c = Config::from_yaml(EXAMPLE).unwrap();
+    c.inject = Inject::from_json(
+        r#"{"rtt": "15ms", "jitter": "1ms", "bandwidth": "34mbit", "window": "64KiB",
+            "to_client": {"delay": "10ms"}, "scope": {"users": ["app"], "percent": 12.5}}"#,
+    )
+    .unwrap();
+    c.relay.upstream_sndbuf = Some(ByteSize(16_000));
+    let yaml = serde_yaml::to_string(&c).unwrap();
+    assert_eq!(Config::from_yaml(&yaml).unwrap(), c, "{yaml}");
+}
+
+#[test]
+fn unknown_keys_name_the_key_its_parent_and_the_line() {
+    let (path, line, message) = invalid("listen: 127.0.0.1:6033\nlistne: 1\n");
+    assert_eq!((path.as_str(), line), ("listne", Some(2)));
+    assert!(
+        message.starts_with("unknown key; did you mean 'listen'?"),
+        "{message}"
+    );
+    assert!(
+        message.contains("expected one of: listen, admin, upstream"),
+        "{message}"
+    );
+
+    let yaml = "inject:\n  rtt: 5ms\n  rtts: 5ms\n";
+    let (path, line, message) = invalid(yaml);
+    assert_eq!((path.as_str(), line), ("inject.rtts", Some(3)));
+    assert!(message.contains("did you mean 'rtt'?"), "{message}");
+    assert!(
+        message.contains("rtt, jitter, bandwidth, window"),
+        "{message}"
+    );
+    assert_eq!(
+        yaml_err(yaml).to_string(),
+        format!("line 3: inject.rtts: {message}")
+    );
+
+    let yaml =
+        "findings:\n  scenarios:\n    - name: a\n      rtt: 1ms\n    - name: b\n      rt: 2ms\n";
+    let (path, line, _) = invalid(yaml);
+    assert_eq!((path.as_str(), line), ("findings.scenarios[1].rt", Some(6)));
+
+    let (path, _, message) = invalid("inject:\n  to_client:\n    latency: 5ms\n");
+    assert_eq!(path, "inject.to_client.latency");
+    assert!(
+        message.contains("expected one of: delay, jitter, bandwidth"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_values_name_the_key_path() {
+    // (yaml, path, line, part of the message)
+    let cases = [
+        (
+            "inject:\n  rtt: -5ms\n",
+            "inject.rtt",
+            2,
+            "invalid duration '-5ms': must not be negative",
+        ),
+        (
+            "inject:\n  bandwidth: 0\n",
+            "inject.bandwidth",
+            2,
+            "must be greater than 0",
+        ),
+        (
+            "inject:\n  to_client:\n    bandwidth: 10\n",
+            "inject.to_client.bandwidth",
+            3,
+            "add a unit",
+        ),
+        (
+            "listen: nonsense\n",
+            "listen",
+            1,
+            "invalid address 'nonsense'",
+        ),
+        ("admin: 6070\n", "admin", 1, "invalid address '6070'"),
+        (
+            "upstream: host:99999\n",
+            "upstream",
+            1,
+            "port must be between 1 and 65535",
+        ),
+        (
+            "upstream: ':3306'\n",
+            "upstream",
+            1,
+            "host must not be empty",
+        ),
+        ("upstream: ::1:3306\n", "upstream", 1, "brackets"),
+        (
+            "limits:\n  connect_timeout: 5\n",
+            "limits.connect_timeout",
+            2,
+            "add a unit, e.g. 5ms",
+        ),
+        (
+            "limits:\n  max_connections: lots\n",
+            "limits.max_connections",
+            2,
+            "expected u32",
+        ),
+        (
+            "limits:\n  max_connections: -1\n",
+            "limits.max_connections",
+            2,
+            "expected u32",
+        ),
+        (
+            "relay:\n  buffer_size: 16k\n",
+            "relay.buffer_size",
+            2,
+            "invalid size '16k'",
+        ),
+        (
+            "log:\n  format: xml\n",
+            "log.format",
+            2,
+            "unknown value 'xml' (expected one of: text, json)",
+        ),
+        (
+            "report:\n  format: pdf\n",
+            "report.format",
+            2,
+            "expected one of: json, text, html",
+        ),
+        (
+            "inject:\n  scope:\n    percent: 150\n",
+            "inject.scope.percent",
+            3,
+            "between 0 and 100",
+        ),
+        (
+            "findings:\n  scenarios:\n    - name: x\n",
+            "findings.scenarios[0]",
+            3,
+            "missing key 'rtt'",
+        ),
+        ("limits: 5\n", "limits", 1, "expected a mapping of keys"),
+        (
+            "record:\n  enabled: maybe\n",
+            "record.enabled",
+            2,
+            "expected a boolean",
+        ),
+    ];
+    for (yaml, want_path, want_line, want_message) in cases {
+        let (path, line, message) = invalid(yaml);
+        assert_eq!(path, want_path, "{yaml:?}: {message}");
+        assert_eq!(line, Some(want_line), "{yaml:?}");
+        assert!(message.contains(want_message), "{yaml:?}: {message}");
+    }
+    assert_eq!(
+        yaml_err("inject:\n  rtt: -5ms\n").to_string(),
+        "line 2: inject.rtt: invalid duration '-5ms': must not be negative"
+    );
+}
+
+#[test]
+fn range_and_cross_field_problems_name_the_key_path() {
+    let cases = [
+        (
+            "limits:\n  max_connections: 0\n",
+            "limits.max_connections",
+            "at least 1",
+        ),
+        (
+            "limits:\n  connect_timeout: 0\n",
+            "limits.connect_timeout",
+            "greater than 0",
+        ),
+        (
+            "relay:\n  buffer_size: 2MiB\n",
+            "relay.buffer_size",
+            "between 4KiB and 1MiB, not 2MiB",
+        ),
+        (
+            "relay:\n  upstream_rcvbuf: 0\n",
+            "relay.upstream_rcvbuf",
+            "greater than 0",
+        ),
+        (
+            "log:\n  level: verbose\n",
+            "log.level",
+            "invalid directive 'verbose'",
+        ),
+        (
+            "record:\n  event_queue: 10\n",
+            "record.event_queue",
+            "at least 1024",
+        ),
+        ("report:\n  path: ''\n", "report.path", "must not be empty"),
+        (
+            "link:\n  sample_interval: 0\n",
+            "link.sample_interval",
+            "greater than 0",
+        ),
+        (
+            "admin: 127.0.0.1:6033\n",
+            "admin",
+            "must differ from listen",
+        ),
+        (
+            "inject:\n  rtt: 10ms\n  jitter: 6ms\n",
+            "inject.jitter",
+            "at most rtt/2 (5ms), not 6ms",
+        ),
+        ("inject:\n  window: 0\n", "inject.window", "greater than 0"),
+        (
+            "inject:\n  scope:\n    users: ['']\n",
+            "inject.scope.users[0]",
+            "must not be empty",
+        ),
+        (
+            "inject:\n  rtt: 10ms\n  to_client:\n    delay: 1ms\n    jitter: 2ms\n",
+            "inject.to_client.jitter",
+            "jitter 2ms exceeds the one-way delay 1ms",
+        ),
+        (
+            "inject:\n  rtt: 10ms\n  jitter: 4ms\n  to_upstream:\n    delay: 1ms\n",
+            "inject.to_upstream.delay",
+            "exceeds the one-way delay 1ms",
+        ),
+        (
+            "findings:\n  scenarios:\n    - {name: lan, rtt: 1ms}\n    - {name: lan, rtt: 2ms}\n",
+            "findings.scenarios[1].name",
+            "'lan' is used by an earlier scenario",
+        ),
+        (
+            "findings:\n  scenarios:\n    - {name: ' ', rtt: 1ms}\n",
+            "findings.scenarios[0].name",
+            "empty",
+        ),
+        (
+            "findings:\n  n_plus_one:\n    min_repeats: 1\n",
+            "findings.n_plus_one.min_repeats",
+            "at least 2",
+        ),
+    ];
+    for (yaml, want_path, want_message) in cases {
+        let list = problems(yaml);
+        assert_eq!(list.len(), 1, "{yaml:?}: {list:?}");
+        assert_eq!(list[0].0, want_path, "{yaml:?}");
+        assert!(list[0].1.contains(want_message), "{yaml:?}: {}", list[0].1);
+    }
+    // Listening on port 0 twice is fine: each gets its own free port.
+    assert!(Config::from_yaml("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\n").is_ok());
+}
+
+#[test]
+fn validate_reports_every_problem_at_once() {
+    let yaml = "\
+limits:
+  max_connections: 0
+relay:
+  buffer_size: 1KiB
+inject:
+  rtt: 2ms
+  jitter: 5ms
+findings:
+  scenarios:
+    - {name: a, rtt: 1ms}
+    - {name: a, rtt: 1ms}
+";
+    let err = yaml_err(yaml);
+    let paths: Vec<String> = problems(yaml).into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        paths,
+        [
+            "limits.max_connections",
+            "relay.buffer_size",
+            "findings.scenarios[1].name",
+            "inject.jitter"
+        ]
+    );
+    let text = err.to_string();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(
+        text.starts_with("limits.max_connections: must be at least 1\n"),
+        "{text}"
+    );
+    let named = err.with_source_name("rttscope.yaml").to_string();
+    assert!(
+        named.lines().all(|l| l.starts_with("rttscope.yaml: ")),
+        "{named}"
+    );
+}
+
+#[test]
+fn syntax_errors_are_reported_with_line_and_column() {
+    let err = yaml_err("limits:\n  max_connections: [1\n");
+    let ConfigError::Syntax { line, column, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!((*line, column.is_some()), (Some(3), true));
+    assert!(
+        err.with_source_name("rttscope.yaml")
+            .to_string()
+            .starts_with("rttscope.yaml:3:")
+    );
+    assert!(matches!(
+        yaml_err("a: 1\n---\nb: 2\n"),
+        ConfigError::Syntax { line: None, .. }
+    ));
+}
+
+#[test]
+fn duplicate_keys_name_the_second_occurrence() {
+    let cases = [
+        ("listen: 1\n# comment\n\nlisten: 2\n", "listen", 4),
+        (
+            "inject:\n  rtt: 1ms\n  scope:\n    users: []\n  rtt: 2ms\n",
+            "inject.rtt",
+            5,
+        ),
+        (
+            "inject:\n  to_client: {delay: 1ms, delay: 2ms}\n",
+            "inject.to_client.delay",
+            2,
+        ),
+        (
+            "findings:\n  scenarios:\n    - name: a\n      rtt: 1ms\n      name: b\n",
+            "findings.scenarios[0].name",
+            5,
+        ),
+    ];
+    for (yaml, want_path, want_line) in cases {
+        let (path, line, message) = invalid(yaml);
+        assert_eq!(
+            (path.as_str(), line),
+            (want_path, Some(want_line)),
+            "{yaml:?}"
+        );
+        assert!(message.starts_with("duplicate key"), "{message}");
+    }
+}
+
+#[test]
+fn error_display_with_source_name() {
+    let err = yaml_err("inject:\n  rtt: -5ms\n");
+    assert_eq!(
+        err.with_source_name("rttscope.yaml").to_string(),
+        "rttscope.yaml:2: inject.rtt: invalid duration '-5ms': must not be negative"
+    );
+    assert_eq!(err.problems()[0].path, "inject.rtt");
+}
+
+#[test]
+fn load_reads_files_and_names_missing_ones() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rttscope.yaml");
+    assert_eq!(
+        Config::load(example).unwrap(),
+        Config::from_yaml(EXAMPLE).unwrap()
+    );
+    let err = Config::load("/nonexistent/rttscope.yaml").unwrap_err();
+    assert!(matches!(err, ConfigError::Io { .. }));
+    assert!(
+        err.to_string()
+            .starts_with("cannot read /nonexistent/rttscope.yaml: "),
+        "{err}"
+    );
+}
+
+#[test]
+fn command_line_overrides_win() {
+    let mut c = Config::from_yaml("listen: 0.0.0.0:7000\nupstream: db:3306\n").unwrap();
+    let overrides = Overrides {
+        listen: Some("127.0.0.1:7001".parse().unwrap()),
+        upstream: Some("[::1]:3307".parse().unwrap()),
+        admin: None,
+    };
+    c.apply_overrides(overrides).unwrap();
+    assert_eq!(c.listen.to_string(), "127.0.0.1:7001");
+    assert_eq!((c.upstream.host(), c.upstream.port()), ("::1", 3307));
+    assert_eq!(c.admin, Config::default().admin);
+
+    let clash = Overrides {
+        admin: Some(c.listen),
+        ..Overrides::default()
+    };
+    let err = c.apply_overrides(clash).unwrap_err();
+    assert_eq!(err.problems()[0].path, "admin");
+}
