@@ -1,0 +1,182 @@
+//! Incremental packet framing: walks a byte stream chunk by chunk, without
+//! buffering payloads, and reports where each packet starts and ends.
+//!
+//! A MySQL packet is a 3-byte little-endian payload length, a 1-byte sequence
+//! id, then the payload. A payload of `0xFFFFFF` bytes continues in the next
+//! packet (whose sequence id is one higher); the logical message ends with the
+//! first shorter packet, which may be empty. The scanner reports one logical
+//! message as `start` (with its first bytes), optional `body` slices, and
+//! `end`, so a 1 GB result or a 20 MiB row passes through in constant memory.
+
+use super::constants::MAX_PAYLOAD_LEN;
+use super::error::DecodeError;
+
+/// How many leading payload bytes [`FrameSink::start`] sees. Enough for every
+/// fixed-layout field the state machine reads (OK: 23 bytes at most; a
+/// command's statement id and flags; a column count).
+pub const PREFIX_LEN: usize = 64;
+
+/// The consumer of a scanned stream.
+pub trait FrameSink {
+    /// A logical packet begins: its first sequence id, the length of its
+    /// first physical packet, and its first `min(len, PREFIX_LEN)` bytes.
+    /// Returns whether the rest of the payload should be passed to `body`.
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> Result<bool, DecodeError>;
+    /// Payload bytes after the prefix, in order, across continuation packets.
+    fn body(&mut self, bytes: &[u8]);
+    /// The logical packet is complete: the sequence id of its last physical
+    /// packet, its total payload length and how many physical packets carried it.
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) -> Result<(), DecodeError>;
+}
+
+#[derive(Debug, Default)]
+pub struct PacketScanner {
+    header: [u8; 4],
+    header_have: u8,
+    in_payload: bool,
+    /// Payload bytes of the current physical packet still to come.
+    remaining: usize,
+    /// The current physical packet is `MAX_PAYLOAD_LEN` long, so another follows.
+    full: bool,
+    /// The current physical packet continues a logical message.
+    continuation: bool,
+    last_seq: u8,
+    total_len: u64,
+    packets: u32,
+    prefix: Prefix,
+    want_body: bool,
+}
+
+#[derive(Debug)]
+struct Prefix {
+    buf: [u8; PREFIX_LEN],
+    have: usize,
+    need: usize,
+}
+
+impl Default for Prefix {
+    fn default() -> Self {
+        Prefix { buf: [0; PREFIX_LEN], have: 0, need: 0 }
+    }
+}
+
+impl PacketScanner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True between packets: no header or payload bytes are pending.
+    pub fn at_boundary(&self) -> bool {
+        self.header_have == 0 && !self.in_payload && !self.continuation
+    }
+
+    /// Feeds the next chunk of the stream.
+    pub fn scan<S: FrameSink>(&mut self, mut chunk: &[u8], sink: &mut S) -> Result<(), DecodeError> {
+        while !chunk.is_empty() {
+            if !self.in_payload {
+                let take = (4 - self.header_have as usize).min(chunk.len());
+                let at = self.header_have as usize;
+                self.header[at..at + take].copy_from_slice(&chunk[..take]);
+                self.header_have += take as u8;
+                chunk = &chunk[take..];
+                if self.header_have == 4 {
+                    self.header_have = 0;
+                    self.begin_packet(sink)?;
+                }
+                continue;
+            }
+            let take = self.remaining.min(chunk.len());
+            let (bytes, rest) = chunk.split_at(take);
+            chunk = rest;
+            self.remaining -= take;
+            self.payload(bytes, sink)?;
+            if self.remaining == 0 {
+                self.finish_packet(sink)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn begin_packet<S: FrameSink>(&mut self, sink: &mut S) -> Result<(), DecodeError> {
+        let len = u32::from_le_bytes([self.header[0], self.header[1], self.header[2], 0]) as usize;
+        let seq = self.header[3];
+        if self.continuation {
+            let expected = self.last_seq.wrapping_add(1);
+            if seq != expected {
+                return Err(DecodeError::ContinuationOutOfOrder { expected, got: seq });
+            }
+        } else {
+            self.total_len = 0;
+            self.packets = 0;
+            self.prefix.have = 0;
+            self.prefix.need = len.min(PREFIX_LEN);
+            self.want_body = false;
+        }
+        self.last_seq = seq;
+        self.total_len += len as u64;
+        self.packets += 1;
+        self.remaining = len;
+        self.full = len == MAX_PAYLOAD_LEN;
+        self.in_payload = true;
+        if !self.continuation && self.prefix.need == 0 {
+            self.want_body = sink.start(seq, len, &[])?;
+        }
+        if len == 0 {
+            self.finish_packet(sink)?;
+        }
+        Ok(())
+    }
+
+    fn payload<S: FrameSink>(&mut self, bytes: &[u8], sink: &mut S) -> Result<(), DecodeError> {
+        if self.continuation || self.prefix.have >= self.prefix.need {
+            if self.want_body {
+                sink.body(bytes);
+            }
+            return Ok(());
+        }
+        // The prefix comes from the first physical packet, whose length is
+        // still the whole of `total_len`.
+        let len = self.total_len as usize;
+        let missing = self.prefix.need - self.prefix.have;
+        let rest = if self.prefix.have == 0 && bytes.len() >= missing {
+            // The common case: the whole prefix is in this chunk; lend it, don't copy.
+            self.prefix.have = self.prefix.need;
+            self.want_body = sink.start(self.last_seq, len, &bytes[..missing])?;
+            &bytes[missing..]
+        } else {
+            let take = missing.min(bytes.len());
+            let at = self.prefix.have;
+            self.prefix.buf[at..at + take].copy_from_slice(&bytes[..take]);
+            self.prefix.have += take;
+            if self.prefix.have < self.prefix.need {
+                return Ok(());
+            }
+            self.want_body = sink.start(self.last_seq, len, &self.prefix.buf[..self.prefix.need])?;
+            &bytes[take..]
+        };
+        if self.want_body && !rest.is_empty() {
+            sink.body(rest);
+        }
+        Ok(())
+    }
+
+    fn finish_packet<S: FrameSink>(&mut self, sink: &mut S) -> Result<(), DecodeError> {
+        self.in_payload = false;
+        if self.full {
+            self.continuation = true;
+            return Ok(());
+        }
+        self.continuation = false;
+        self.want_body = false;
+        sink.end(self.last_seq, self.total_len, self.packets)
+    }
+}
+
+/// Writes a packet header for a payload of `len` bytes (`len` < 2^24).
+pub fn header(len: usize, seq: u8) -> [u8; 4] {
+    let l = (len as u32).to_le_bytes();
+    [l[0], l[1], l[2], seq]
+}
+
+#[cfg(test)]
+mod tests;

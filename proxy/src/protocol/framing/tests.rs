@@ -1,0 +1,158 @@
+//! Framing on literal wire bytes: every split point, and the 16 MiB edges.
+
+use super::*;
+
+#[derive(Debug, Default, PartialEq)]
+struct Recorder {
+    events: Vec<Event>,
+    want_body: bool,
+}
+
+#[derive(Debug, PartialEq)]
+enum Event {
+    Start { seq: u8, len: usize, prefix: Vec<u8> },
+    Body(Vec<u8>),
+    End { last_seq: u8, total_len: u64, packets: u32 },
+}
+
+impl FrameSink for Recorder {
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> Result<bool, DecodeError> {
+        self.events.push(Event::Start { seq, len, prefix: prefix.to_vec() });
+        Ok(self.want_body)
+    }
+    fn body(&mut self, bytes: &[u8]) {
+        // Merge adjacent body slices so results don't depend on chunking.
+        if let Some(Event::Body(b)) = self.events.last_mut() {
+            b.extend_from_slice(bytes);
+        } else {
+            self.events.push(Event::Body(bytes.to_vec()));
+        }
+    }
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) -> Result<(), DecodeError> {
+        self.events.push(Event::End { last_seq, total_len, packets });
+        Ok(())
+    }
+}
+
+fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+    let mut p = header(payload.len(), seq).to_vec();
+    p.extend_from_slice(payload);
+    p
+}
+
+fn scan_in_chunks(stream: &[u8], chunk: usize, want_body: bool) -> Result<Vec<Event>, DecodeError> {
+    let mut scanner = PacketScanner::new();
+    let mut rec = Recorder { want_body, ..Default::default() };
+    for piece in stream.chunks(chunk) {
+        scanner.scan(piece, &mut rec)?;
+    }
+    assert!(scanner.at_boundary());
+    Ok(rec.events)
+}
+
+#[test]
+fn com_query_from_the_wire() {
+    // `select 1` as the mariadb CLI sent it.
+    let wire = [0x09, 0x00, 0x00, 0x00, 0x03, b's', b'e', b'l', b'e', b'c', b't', b' ', b'1'];
+    let events = scan_in_chunks(&wire, wire.len(), false).unwrap();
+    assert_eq!(
+        events,
+        vec![
+            Event::Start { seq: 0, len: 9, prefix: b"\x03select 1".to_vec() },
+            Event::End { last_seq: 0, total_len: 9, packets: 1 }
+        ]
+    );
+}
+
+#[test]
+fn every_split_point_gives_the_same_events() {
+    let mut stream = packet(0, &[0x03; 200]);
+    stream.extend(packet(1, b""));
+    stream.extend(packet(2, &[7; 63]));
+    stream.extend(packet(3, &[8; 65]));
+    let whole = scan_in_chunks(&stream, stream.len(), true).unwrap();
+    for chunk in 1..stream.len() {
+        assert_eq!(scan_in_chunks(&stream, chunk, true).unwrap(), whole, "chunk size {chunk}");
+    }
+    assert_eq!(whole.len(), 3 + 2 + 2 + 3);
+    assert_eq!(whole[0], Event::Start { seq: 0, len: 200, prefix: vec![0x03; PREFIX_LEN] });
+    assert_eq!(whole[1], Event::Body(vec![0x03; 200 - PREFIX_LEN]));
+    assert_eq!(whole[3], Event::Start { seq: 1, len: 0, prefix: vec![] });
+}
+
+#[test]
+fn body_is_withheld_unless_asked() {
+    let stream = packet(0, &[1; 100]);
+    let events = scan_in_chunks(&stream, 7, false).unwrap();
+    assert_eq!(events.len(), 2);
+}
+
+/// A logical payload of `len` bytes as the protocol splits it.
+fn split_payload(len: usize) -> Vec<u8> {
+    let payload: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+    let mut stream = Vec::new();
+    let mut seq = 0u8;
+    let mut rest = &payload[..];
+    loop {
+        let n = rest.len().min(MAX_PAYLOAD_LEN);
+        stream.extend(packet(seq, &rest[..n]));
+        seq = seq.wrapping_add(1);
+        rest = &rest[n..];
+        if n < MAX_PAYLOAD_LEN {
+            break;
+        }
+    }
+    stream
+}
+
+#[test]
+fn payload_of_exactly_max_len_ends_with_an_empty_packet() {
+    let stream = split_payload(MAX_PAYLOAD_LEN);
+    assert_eq!(stream.len(), MAX_PAYLOAD_LEN + 8);
+    let events = scan_in_chunks(&stream, 1 << 16, true).unwrap();
+    assert_eq!(events.last(), Some(&Event::End { last_seq: 1, total_len: MAX_PAYLOAD_LEN as u64, packets: 2 }));
+    let Event::Body(body) = &events[1] else { panic!("expected body") };
+    assert_eq!(body.len(), MAX_PAYLOAD_LEN - PREFIX_LEN);
+}
+
+#[test]
+fn payload_of_max_plus_one_and_twice_max() {
+    let events = scan_in_chunks(&split_payload(MAX_PAYLOAD_LEN + 1), 1 << 20, false).unwrap();
+    assert_eq!(events.last(), Some(&Event::End { last_seq: 1, total_len: MAX_PAYLOAD_LEN as u64 + 1, packets: 2 }));
+    let events = scan_in_chunks(&split_payload(2 * MAX_PAYLOAD_LEN), 1 << 20, false).unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1], Event::End { last_seq: 2, total_len: 2 * MAX_PAYLOAD_LEN as u64, packets: 3 });
+}
+
+#[test]
+fn continuation_with_wrong_sequence_id_is_rejected() {
+    let mut stream = split_payload(MAX_PAYLOAD_LEN + 10);
+    // Corrupt the second packet's sequence id (expected 1).
+    stream[4 + MAX_PAYLOAD_LEN + 3] = 5;
+    let err = scan_in_chunks(&stream, 1 << 20, false).unwrap_err();
+    assert_eq!(err, DecodeError::ContinuationOutOfOrder { expected: 1, got: 5 });
+}
+
+#[test]
+fn sequence_ids_wrap() {
+    let mut stream = Vec::new();
+    let mut seq = 250u8;
+    for _ in 0..10 {
+        stream.extend(packet(seq, &[0; MAX_PAYLOAD_LEN][..0]));
+        seq = seq.wrapping_add(1);
+    }
+    let events = scan_in_chunks(&stream, 3, false).unwrap();
+    assert_eq!(events.len(), 20);
+}
+
+#[test]
+fn partial_header_is_not_a_boundary() {
+    let mut scanner = PacketScanner::new();
+    let mut rec = Recorder::default();
+    scanner.scan(&[5, 0], &mut rec).unwrap();
+    assert!(!scanner.at_boundary());
+    scanner.scan(&[0, 0, 1, 2], &mut rec).unwrap();
+    assert!(!scanner.at_boundary());
+    scanner.scan(&[3, 4, 5], &mut rec).unwrap();
+    assert!(scanner.at_boundary());
+}

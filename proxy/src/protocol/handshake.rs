@@ -1,0 +1,194 @@
+//! The connection phase: the server's `HandshakeV10` greeting and the
+//! client's `HandshakeResponse41`, parsed from whole payloads, with the
+//! capabilities rttscope cannot carry masked in place (same length, so the
+//! auth exchange that follows is relayed byte for byte).
+
+use super::constants::capability::*;
+use super::error::{DecodeError, Peer};
+use super::packets::{lenenc_int, u16_at, u32_at};
+
+/// Largest greeting or handshake response rttscope accepts. Real ones are a
+/// few hundred bytes (connection attributes included); the bound keeps a
+/// nonsense length from making us buffer megabytes before forwarding.
+pub const MAX_HANDSHAKE_LEN: usize = 64 * 1024;
+
+/// The server's greeting, with where its capability bits sit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeV10 {
+    pub server_version: String,
+    pub connection_id: u32,
+    /// Classic flags in the low 32 bits, MariaDB's extended ones above.
+    pub capabilities: u64,
+    pub auth_plugin: String,
+    caps_low_at: usize,
+    caps_high_at: Option<usize>,
+    caps_ext_at: Option<usize>,
+}
+
+fn cstr(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let tail = buf.get(at..)?;
+    let nul = tail.iter().position(|&b| b == 0)?;
+    Some((&tail[..nul], at + nul + 1))
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+impl HandshakeV10 {
+    pub fn parse(payload: &[u8]) -> Result<HandshakeV10, DecodeError> {
+        let bad = |why| DecodeError::malformed(Peer::Upstream, "server greeting", why);
+        let version = *payload.first().ok_or_else(|| bad("empty packet"))?;
+        if version != 10 {
+            return Err(DecodeError::ProtocolVersion(version));
+        }
+        let (server_version, at) = cstr(payload, 1).ok_or_else(|| bad("unterminated server version"))?;
+        let connection_id = u32_at(payload, at).ok_or_else(|| bad("truncated before connection id"))?;
+        // auth-plugin-data-part-1 (8) and a filler byte.
+        let caps_low_at = at + 4 + 8 + 1;
+        let low = u16_at(payload, caps_low_at).ok_or_else(|| bad("truncated before capability flags"))?;
+        let mut greeting = HandshakeV10 {
+            server_version: text(server_version),
+            connection_id,
+            capabilities: u64::from(low),
+            auth_plugin: String::new(),
+            caps_low_at,
+            caps_high_at: None,
+            caps_ext_at: None,
+        };
+        // Charset (1) and status flags (2) come before the upper capability bits;
+        // a greeting may legally stop after the lower ones.
+        let caps_high_at = caps_low_at + 2 + 1 + 2;
+        let Some(high) = u16_at(payload, caps_high_at) else {
+            return Ok(greeting);
+        };
+        greeting.caps_high_at = Some(caps_high_at);
+        greeting.capabilities |= u64::from(high) << 16;
+        let auth_data_len_at = caps_high_at + 2;
+        let auth_data_len = *payload.get(auth_data_len_at).ok_or_else(|| bad("truncated before auth data length"))?;
+        // Ten reserved bytes; MariaDB puts its extended capabilities in the last
+        // four when it clears CLIENT_MYSQL.
+        let reserved_at = auth_data_len_at + 1;
+        if greeting.capabilities & CLIENT_MYSQL == 0 {
+            let ext_at = reserved_at + 6;
+            let ext = u32_at(payload, ext_at).ok_or_else(|| bad("truncated extended capabilities"))?;
+            greeting.caps_ext_at = Some(ext_at);
+            greeting.capabilities |= u64::from(ext) << 32;
+        }
+        if greeting.capabilities & CLIENT_PLUGIN_AUTH != 0 {
+            let part2_len = (usize::from(auth_data_len).saturating_sub(8)).max(13);
+            let name_at = reserved_at + 10 + part2_len;
+            // Some servers omit the name's terminating NUL at the end of the packet.
+            let name = match cstr(payload, name_at) {
+                Some((name, _)) => name,
+                None => payload.get(name_at..).unwrap_or_default(),
+            };
+            greeting.auth_plugin = text(name);
+        }
+        Ok(greeting)
+    }
+
+    /// Clears `mask` from the capability bits inside `payload`, which must be
+    /// the payload this greeting was parsed from.
+    pub fn mask(&mut self, payload: &mut [u8], mask: u64) {
+        self.capabilities &= !mask;
+        write_u16(payload, self.caps_low_at, self.capabilities as u16);
+        if let Some(at) = self.caps_high_at {
+            write_u16(payload, at, (self.capabilities >> 16) as u16);
+        }
+        if let Some(at) = self.caps_ext_at {
+            write_u32(payload, at, (self.capabilities >> 32) as u32);
+        }
+    }
+}
+
+fn write_u16(buf: &mut [u8], at: usize, v: u16) {
+    if let Some(slot) = buf.get_mut(at..at + 2) {
+        slot.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn write_u32(buf: &mut [u8], at: usize, v: u32) {
+    if let Some(slot) = buf.get_mut(at..at + 4) {
+        slot.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// The client's answer to the greeting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandshakeResponse41 {
+    pub capabilities: u64,
+    pub user: String,
+    pub schema: Option<String>,
+    pub auth_plugin: Option<String>,
+}
+
+/// Offset of MariaDB's extended client capabilities in a handshake response.
+const RESPONSE_EXT_CAPS_AT: usize = 4 + 4 + 1 + 19;
+/// Length of an `SSLRequest`: the response cut short before the user name.
+const SSL_REQUEST_LEN: usize = 32;
+
+impl HandshakeResponse41 {
+    pub fn parse(payload: &[u8]) -> Result<HandshakeResponse41, DecodeError> {
+        let bad = |why| DecodeError::malformed(Peer::Client, "handshake response", why);
+        let low = u32_at(payload, 0).ok_or_else(|| bad("shorter than its capability flags"))?;
+        let mut capabilities = u64::from(low);
+        if capabilities & CLIENT_PROTOCOL_41 == 0 {
+            return Err(DecodeError::PreProtocol41);
+        }
+        if capabilities & CLIENT_SSL != 0 && payload.len() == SSL_REQUEST_LEN {
+            return Err(DecodeError::TlsRequested);
+        }
+        if capabilities & CLIENT_MYSQL == 0 {
+            let ext = u32_at(payload, RESPONSE_EXT_CAPS_AT).ok_or_else(|| bad("truncated extended capabilities"))?;
+            capabilities |= u64::from(ext) << 32;
+        }
+        let (user, mut at) = cstr(payload, SSL_REQUEST_LEN).ok_or_else(|| bad("unterminated user name"))?;
+        let auth_len = if capabilities & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
+            let (len, width) = lenenc_int(payload.get(at..).unwrap_or_default()).ok_or_else(|| bad("bad auth data length"))?;
+            at += width;
+            usize::try_from(len).map_err(|_| bad("bad auth data length"))?
+        } else if capabilities & CLIENT_SECURE_CONNECTION != 0 {
+            let len = *payload.get(at).ok_or_else(|| bad("truncated auth data"))?;
+            at += 1;
+            usize::from(len)
+        } else {
+            let (_, next) = cstr(payload, at).ok_or_else(|| bad("unterminated auth data"))?;
+            at = next;
+            0
+        };
+        at = at.checked_add(auth_len).filter(|&end| end <= payload.len()).ok_or_else(|| bad("truncated auth data"))?;
+        let mut schema = None;
+        if capabilities & CLIENT_CONNECT_WITH_DB != 0 {
+            // Some clients set the flag and end the packet without a schema.
+            if let Some((db, next)) = cstr(payload, at) {
+                schema = Some(text(db)).filter(|s| !s.is_empty());
+                at = next;
+            }
+        }
+        let mut auth_plugin = None;
+        if capabilities & CLIENT_PLUGIN_AUTH != 0 {
+            auth_plugin = cstr(payload, at).map(|(name, _)| text(name));
+        }
+        Ok(HandshakeResponse41 { capabilities, user: text(user), schema, auth_plugin })
+    }
+
+    /// Clears `mask` from the capability bits inside `payload`.
+    pub fn mask(&mut self, payload: &mut [u8], mask: u64) {
+        self.capabilities &= !mask;
+        write_u32(payload, 0, self.capabilities as u32);
+        if self.capabilities & CLIENT_MYSQL == 0 {
+            write_u32(payload, RESPONSE_EXT_CAPS_AT, (self.capabilities >> 32) as u32);
+        }
+    }
+}
+
+/// The capabilities both sides agreed on. MariaDB's extended ones count only
+/// when both sides announced them (both cleared `CLIENT_MYSQL`).
+pub fn negotiated(server: u64, client: u64) -> u64 {
+    let both = server & client;
+    if (server | client) & CLIENT_MYSQL != 0 { both & 0xFFFF_FFFF } else { both }
+}
+
+#[cfg(test)]
+mod tests;
