@@ -10,4 +10,7 @@
 //!   ways with backpressure, shutdown.
 //! - [`fingerprint`]: SQL normalisation and stable ids.
 
+pub mod cli;
 pub mod fingerprint;
+pub mod protocol;
+pub mod relay;

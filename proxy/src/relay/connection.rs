@@ -1,0 +1,84 @@
+//! One client connection, start to end: dial upstream, relay the handshake,
+//! pump, and log how it ended — once.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+
+use super::error::RelayError;
+use super::handshake::relay_handshake;
+use super::pump::{pump, Ended, NoTap, PumpSettings};
+use super::upstream::dial;
+use super::Shared;
+use crate::protocol::packets::err_packet;
+
+/// MySQL's client error for "can't connect to server"; applications and
+/// drivers already treat it as an unreachable server.
+const CR_CONN_HOST_ERROR: u16 = 2003;
+
+/// How a connection ended without an error.
+#[derive(Debug)]
+enum Outcome {
+    Pumped(Ended),
+    /// The client got an ERR packet saying the upstream is unreachable.
+    UpstreamUnreachable,
+    /// The server answered with an ERR instead of a greeting, passed on.
+    RefusedByUpstream,
+}
+
+pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let started = tokio::time::Instant::now();
+    let result = run(&mut client, &shared, &shutdown).await;
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    match result {
+        Ok(Outcome::Pumped(ended)) => tracing::debug!(?ended, elapsed_ms, "connection closed"),
+        Ok(outcome) => tracing::debug!(?outcome, elapsed_ms, "connection closed"),
+        Err(e) if e.is_hangup() => tracing::debug!(error = %e, elapsed_ms, "connection closed by peer"),
+        Err(e) => {
+            shared.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, %peer, elapsed_ms, "closing connection");
+        }
+    }
+}
+
+async fn run(client: &mut TcpStream, shared: &Shared, shutdown: &CancellationToken) -> Result<Outcome, RelayError> {
+    let config = &shared.config;
+    // Best effort: a client socket that already died fails at the first write anyway.
+    let _ = client.set_nodelay(true);
+    let timeout = config.limits.connect_timeout.0;
+    let (mut upstream, upstream_addr) = match dial(&config.upstream, &config.relay, timeout).await {
+        Ok(dialled) => dialled,
+        Err(e) => {
+            shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(error = %e, "upstream unreachable; told the client");
+            // Before the handshake the client expects the greeting (sequence 0).
+            let packet = err_packet(0, CR_CONN_HOST_ERROR, "HY000", &format!("rttscope: {e}"), true);
+            client.write_all(&packet).await.map_err(RelayError::Client)?;
+            let _ = client.shutdown().await;
+            return Ok(Outcome::UpstreamUnreachable);
+        }
+    };
+    tracing::Span::current().record("upstream.addr", tracing::field::display(upstream_addr));
+
+    let mut tap = NoTap;
+    let capture = config.record.max_sql_bytes.0 as usize;
+    let Some(established) = relay_handshake(client, &mut upstream, timeout, capture, &mut tap).await? else {
+        return Ok(Outcome::RefusedByUpstream);
+    };
+    tracing::debug!(
+        user = %established.response.user,
+        schema = established.response.schema.as_deref().unwrap_or(""),
+        server = %established.greeting.server_version,
+        "handshake relayed"
+    );
+    let mut session = established.session;
+    let settings = PumpSettings {
+        buffer_size: config.relay.buffer_size.0 as usize,
+        idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
+    };
+    pump(client, &mut upstream, &mut session, &mut tap, &settings, shutdown).await.map(Outcome::Pumped)
+}
