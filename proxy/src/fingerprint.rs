@@ -1,1 +1,198 @@
 //! SQL fingerprints: literals → `?`, lists collapsed, comments folded; stable 64-bit ids.
+//!
+//! A fingerprint groups every execution of "the same query" whatever its literal values, the
+//! way `pt-query-digest` does. It runs on the proxy's hot path, so it is a single pass of a
+//! byte lexer over the statement (no SQL parser, no regex) into buffers the [`Fingerprinter`]
+//! keeps between calls: once they have grown, fingerprinting allocates nothing.
+//!
+//! # Canonical form
+//!
+//! | input | normalised |
+//! |---|---|
+//! | numbers, signed numbers (`-1` after an operator, `(`, `,`, a keyword or at the start), `1e10`, `.5`, strings `'..'` `".."`, `x'0A'` `0x0A` `b'01'` `0b01` `N'..'`, `_utf8mb4'..'`, `TRUE` `FALSE` `NULL` | `?` |
+//! | `a-1` (binary minus) | `a-?` |
+//! | `IS NULL`, `IS NOT TRUE`, `NOT NULL` | `is null`, `is not true`, `not null` |
+//! | an existing `?` placeholder | `?` (`:name` and `$1` are not MySQL and pass through) |
+//! | `IN (1, 2, 3)`, `IN (?)`, `IN ((1,2),(3,4))` | `in(?+)` |
+//! | `IN (SELECT ...)` | `in (select ...)` — not collapsed |
+//! | `VALUES (1,'a'), (2,'b')` | `values(?+)` |
+//! | `VALUES (1, NOW()), (2, NOW())` | `values (?, now())` — repeats of the first tuple dropped |
+//! | `LIMIT 10`, `LIMIT 20, 10`, `LIMIT 10 OFFSET 20` | `limit ?`, `limit ?, ?`, `limit ? offset ?` |
+//! | keywords and unquoted identifiers | lower case |
+//! | `` `Backticked Name` `` | kept verbatim, backticks included (unambiguous, as in pt-query-digest) |
+//! | `/* */`, `/*! */`, `/*+ */`, `-- ` and `#` comments | removed (read for a `traceparent` first) |
+//! | whitespace runs | one space; none after `(` or before `,` `)`; always one after `,` |
+//! | `SELECT 1; SELECT 2;` | `select ?; select ?` (empty statements and the final `;` dropped) |
+//!
+//! Bytes that are not UTF-8 are part of the value inside a string literal, and become U+FFFD
+//! elsewhere. Input cut off by the capture limit still fingerprints sensibly: an unterminated
+//! string or comment runs to the end, an open all-literal `IN (` list collapses, and a partial
+//! trailing `VALUES` tuple is dropped, so a truncated bulk insert keeps the id of the whole.
+
+mod facts;
+mod lexer;
+mod normalise;
+mod trace;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::str::FromStr;
+
+/// At most this many literal values are hashed into [`Fingerprint::values`].
+pub const MAX_VALUES: usize = 16;
+
+/// Stable 64-bit id of a normalised statement: xxh3-64 of the normalised text.
+///
+/// Displayed and parsed as 16 lower-case hex digits; changing the hash or the normalisation
+/// changes every id, which a test pins.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct FingerprintId(pub u64);
+
+impl fmt::Display for FingerprintId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// A string that is not exactly 16 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a fingerprint id is 16 hex digits")]
+pub struct ParseFingerprintIdError;
+
+impl FromStr for FingerprintId {
+    type Err = ParseFingerprintIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        // from_str_radix alone would take a sign or a short id; a short id is a copy-paste error.
+        if s.len() != 16 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(ParseFingerprintIdError);
+        }
+        u64::from_str_radix(s, 16)
+            .map(FingerprintId)
+            .map_err(|_| ParseFingerprintIdError)
+    }
+}
+
+/// The statement's verb, from its first keyword (after comments and leading parentheses;
+/// `WITH ... SELECT` is a `Select`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum StatementKind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Replace,
+    Call,
+    Other,
+}
+
+impl StatementKind {
+    /// Lower-case name, for reports and metric labels.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StatementKind::Select => "select",
+            StatementKind::Insert => "insert",
+            StatementKind::Update => "update",
+            StatementKind::Delete => "delete",
+            StatementKind::Replace => "replace",
+            StatementKind::Call => "call",
+            StatementKind::Other => "other",
+        }
+    }
+}
+
+/// A top-level trailing `LIMIT` with literal numbers: `LIMIT count`, `LIMIT offset, count` or
+/// `LIMIT count OFFSET offset`. Pages of one pagination loop share an id and differ here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct Limit {
+    pub count: u64,
+    pub offset: u64,
+}
+
+/// One statement's fingerprint, borrowing the [`Fingerprinter`]'s buffers until the next call.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Fingerprint<'a> {
+    pub id: FingerprintId,
+    /// The normalised text the id hashes.
+    pub text: &'a str,
+    /// Kind of the first statement.
+    pub kind: StatementKind,
+    /// [`hash_value`] of the canonical form of each literal, in order of appearance (placeholders
+    /// have none), at most [`MAX_VALUES`]. Canonical forms: quotes and escapes removed, hex and
+    /// bit literals decoded to bytes, numbers as written with a `-` sign kept and a `+` dropped,
+    /// `TRUE`/`FALSE` as `1`/`0`, `NULL` as `NULL`.
+    pub values: &'a [u64],
+    /// The first statement's top-level trailing `LIMIT`, when its numbers are literals.
+    pub limit: Option<Limit>,
+    /// Rows in the first statement's `INSERT`/`REPLACE ... VALUES` (complete tuples only, so
+    /// fewer than sent if the capture was truncated); 0 for any other statement.
+    pub rows_in_values: u32,
+    /// The 32-hex-digit W3C trace id from a `traceparent` in any comment (sqlcommenter style).
+    pub trace: Option<&'a str>,
+}
+
+/// Normalises statements into reusable buffers; keep one per task, not one per query.
+pub struct Fingerprinter {
+    text: String,
+    values: Vec<u64>,
+    scratch: Vec<u8>,
+    trace: [u8; 32],
+}
+
+impl Default for Fingerprinter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Fingerprinter {
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            text: String::with_capacity(1024),
+            values: Vec::with_capacity(MAX_VALUES),
+            scratch: Vec::with_capacity(256),
+            trace: [0; 32],
+        }
+    }
+
+    /// Fingerprints one `COM_QUERY` payload (or any SQL text); never fails, never panics.
+    pub fn fingerprint(&mut self, sql: &[u8]) -> Fingerprint<'_> {
+        self.text.clear();
+        self.values.clear();
+        let summary = normalise::normalise(
+            sql,
+            normalise::Buffers {
+                text: &mut self.text,
+                values: &mut self.values,
+                scratch: &mut self.scratch,
+                trace: &mut self.trace,
+            },
+        );
+        let trace = if summary.trace {
+            std::str::from_utf8(&self.trace).ok()
+        } else {
+            None
+        };
+        Fingerprint {
+            id: FingerprintId(hash_value(self.text.as_bytes())),
+            text: &self.text,
+            kind: summary.kind,
+            values: &self.values,
+            limit: summary.limit,
+            rows_in_values: summary.rows_in_values,
+            trace,
+        }
+    }
+}
+
+/// The hash behind [`Fingerprint::values`] (xxh3-64), public so the relay can hash a result-set
+/// cell or a binary-protocol parameter rendered as text and compare it with a query's literals.
+#[must_use]
+pub fn hash_value(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}

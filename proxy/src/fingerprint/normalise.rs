@@ -1,0 +1,452 @@
+//! The single pass: lexer tokens in, normalised text and per-statement facts out.
+//!
+//! Lists are collapsed without lookahead: a list is written out as it arrives, and when its
+//! closing `)` shows it held only literals, the text written since the opening `(` is cut back
+//! and replaced by `(?+)`. Cut points are always token boundaries in the output, so cutting
+//! never splits a character.
+
+use super::facts::{KindTracker, LimitTracker};
+use super::lexer::{Kw, Lexer, Token};
+use super::value::hash_literal;
+use super::{Limit, MAX_VALUES, StatementKind, trace};
+
+/// The reusable buffers a pass writes into; all owned by the `Fingerprinter`.
+pub(super) struct Buffers<'s> {
+    pub(super) text: &'s mut String,
+    pub(super) values: &'s mut Vec<u64>,
+    pub(super) scratch: &'s mut Vec<u8>,
+    pub(super) trace: &'s mut [u8; 32],
+}
+
+/// What the pass learned about the first statement, besides the text.
+pub(super) struct Summary {
+    pub(super) kind: StatementKind,
+    pub(super) limit: Option<Limit>,
+    pub(super) rows_in_values: u32,
+    pub(super) trace: bool,
+}
+
+pub(super) fn normalise(sql: &[u8], buffers: Buffers<'_>) -> Summary {
+    let mut n = Normaliser::new(buffers);
+    for token in Lexer::new(sql) {
+        n.feed(token);
+    }
+    n.end_statement();
+    Summary {
+        kind: n.first_kind.unwrap_or(StatementKind::Other),
+        limit: n.limit,
+        rows_in_values: n.rows,
+        trace: n.trace_found,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Open,
+    Close,
+    Comma,
+    /// A literal or placeholder; `+` counts too so that `in(?+)` normalises to itself.
+    Literal,
+    Other,
+}
+
+/// An `IN (` list that has held nothing but literals so far.
+#[derive(Clone, Copy)]
+struct InList {
+    /// Output length right after `in`: where `(?+)` goes.
+    prefix: usize,
+    /// Depth inside the list's own parentheses.
+    depth: u32,
+    any: bool,
+}
+
+/// One `(...)` tuple of a `VALUES` clause.
+#[derive(Clone, Copy)]
+struct Tuple {
+    /// Where a collapsed first tuple's `(?+)` goes (right after `values`).
+    prefix: usize,
+    /// Where this tuple's `(` was written.
+    paren: usize,
+    /// Where the `,` before this tuple was written: a repeat is cut back to here.
+    comma: Option<usize>,
+    depth: u32,
+    any: bool,
+    pure: bool,
+}
+
+#[derive(Clone, Copy)]
+struct Clause {
+    /// Output range of the first tuple, which later tuples are compared with.
+    first: Option<(usize, usize)>,
+    open: Option<Tuple>,
+    /// Between tuples: where the separating comma was written, once seen.
+    comma: Option<usize>,
+    counts_rows: bool,
+}
+
+struct Normaliser<'s> {
+    out: &'s mut String,
+    values: &'s mut Vec<u64>,
+    scratch: &'s mut Vec<u8>,
+    trace: &'s mut [u8; 32],
+    trace_found: bool,
+    /// Whitespace or a comment came since the last token.
+    space: bool,
+    /// A non-empty statement ended with `;`; the separator is written before the next token.
+    separator: bool,
+    /// Index of the current statement among the non-empty ones.
+    stmt: u32,
+    empty: bool,
+    depth: u32,
+    kind: KindTracker,
+    first_kind: Option<StatementKind>,
+    /// A depth-0 `SELECT`/`UPDATE`/`SET` has shown that a later `VALUES` is not the row source.
+    rows_blocked: bool,
+    rows_counted: bool,
+    rows: u32,
+    limit_state: LimitTracker,
+    limit: Option<Limit>,
+    expect_in: Option<usize>,
+    in_list: Option<InList>,
+    expect_values: Option<usize>,
+    clause: Option<Clause>,
+}
+
+impl<'s> Normaliser<'s> {
+    fn new(b: Buffers<'s>) -> Self {
+        Self {
+            out: b.text,
+            values: b.values,
+            scratch: b.scratch,
+            trace: b.trace,
+            trace_found: false,
+            space: false,
+            separator: false,
+            stmt: 0,
+            empty: true,
+            depth: 0,
+            kind: KindTracker::Start,
+            first_kind: None,
+            rows_blocked: false,
+            rows_counted: false,
+            rows: 0,
+            limit_state: LimitTracker::Idle,
+            limit: None,
+            expect_in: None,
+            in_list: None,
+            expect_values: None,
+            clause: None,
+        }
+    }
+
+    fn feed(&mut self, token: Token<'_>) {
+        match token {
+            Token::Space => self.space = true,
+            Token::Comment(body) => {
+                self.space = true;
+                if !self.trace_found
+                    && let Some(id) = trace::trace_id(body)
+                {
+                    *self.trace = id;
+                    self.trace_found = true;
+                }
+            }
+            Token::Semicolon => self.end_statement(),
+            token => self.significant(token),
+        }
+    }
+
+    fn significant(&mut self, token: Token<'_>) {
+        if self.separator {
+            self.out.push_str("; ");
+            self.separator = false;
+            self.space = false;
+        }
+        self.empty = false;
+        let shape = match token {
+            Token::Punct(b'(') => Shape::Open,
+            Token::Punct(b')') => Shape::Close,
+            Token::Punct(b',') => Shape::Comma,
+            Token::Literal { .. } | Token::Placeholder | Token::Punct(b'+') => Shape::Literal,
+            _ => Shape::Other,
+        };
+        if self.stmt == 0
+            && self.depth == 0
+            && let Some(limit) = self.limit_state.step(&token)
+        {
+            self.limit = Some(limit);
+        }
+        if self.depth == 0
+            && self.kind.kind().is_some()
+            && matches!(token, Token::Word(_, Kw::Select | Kw::Update | Kw::Set))
+        {
+            self.rows_blocked = true;
+        }
+        self.kind.step(&token, self.depth);
+        let before = self.out.len();
+        let expect_in = self.expect_in.take();
+        let expect_values = self.expect_values.take();
+
+        let start = self.write(&token);
+        match shape {
+            Shape::Open => self.depth += 1,
+            Shape::Close => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+
+        self.step_in_list(shape, expect_in);
+        self.step_values(shape, before, start, expect_values);
+        match token {
+            Token::Word(_, Kw::In) => self.expect_in = Some(self.out.len()),
+            Token::Word(_, Kw::Values) if self.clause.is_none() => {
+                self.expect_values = Some(self.out.len())
+            }
+            // `value` is also a common column name; read it as a clause only in an insert.
+            Token::Word(_, Kw::Value)
+                if self.clause.is_none()
+                    && matches!(
+                        self.kind.kind(),
+                        Some(StatementKind::Insert | StatementKind::Replace)
+                    ) =>
+            {
+                self.expect_values = Some(self.out.len());
+            }
+            Token::Literal {
+                lit,
+                negative,
+                body,
+            } if self.values.len() < MAX_VALUES => {
+                self.values
+                    .push(hash_literal(lit, negative, body, self.scratch));
+            }
+            _ => {}
+        }
+    }
+
+    /// Writes the token, preceded by one space if the input had whitespace there (never after
+    /// `(` nor before `,` or `)`); returns where the token's own text starts.
+    fn write(&mut self, token: &Token<'_>) -> usize {
+        let tight = matches!(token, Token::Punct(b',' | b')'));
+        // Two minus tokens always get a space: written together they would read as a `--`
+        // comment when the text is normalised again.
+        let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with('-');
+        if (self.space && !tight && !self.out.is_empty() && !self.out.ends_with('(')) || minus_minus
+        {
+            self.out.push(' ');
+        }
+        self.space = false;
+        let start = self.out.len();
+        match *token {
+            // Lower-casing the name `0X1F` would turn it into the literal `0x1f`.
+            Token::Word(w, _) if w.starts_with(b"0X") || w.starts_with(b"0B") => {
+                push_lossy(self.out, w)
+            }
+            Token::Word(w, _) => push_lower(self.out, w),
+            Token::Quoted(w) => {
+                self.out.push('`');
+                push_lossy(self.out, w);
+                self.out.push('`');
+            }
+            Token::Literal { .. } | Token::Placeholder => self.out.push('?'),
+            Token::Punct(b) => {
+                self.out.push(char::from(b));
+                // One canonical spacing after commas, so `a,b` and `a, b` are the same query.
+                self.space = b == b',';
+            }
+            Token::Space | Token::Comment(_) | Token::Semicolon => {}
+        }
+        start
+    }
+
+    fn step_in_list(&mut self, shape: Shape, expect_in: Option<usize>) {
+        if let Some(list) = &mut self.in_list {
+            match shape {
+                Shape::Literal => list.any = true,
+                Shape::Comma | Shape::Open => {}
+                Shape::Close if self.depth < list.depth => {
+                    let list = *list;
+                    self.in_list = None;
+                    if list.any {
+                        self.collapse(list.prefix);
+                    }
+                }
+                Shape::Close => {}
+                Shape::Other => self.in_list = None,
+            }
+        } else if let (Shape::Open, Some(prefix)) = (shape, expect_in) {
+            self.in_list = Some(InList {
+                prefix,
+                depth: self.depth,
+                any: false,
+            });
+        }
+    }
+
+    /// `before` is the output length before this token (and its space); `start` is where the
+    /// token's own text begins.
+    fn step_values(&mut self, shape: Shape, before: usize, start: usize, expect: Option<usize>) {
+        let Some(mut clause) = self.clause.take() else {
+            if let (Shape::Open, Some(prefix)) = (shape, expect) {
+                let counts_rows = self.stmt == 0
+                    && self.depth == 1
+                    && !self.rows_counted
+                    && !self.rows_blocked
+                    && matches!(
+                        self.kind.kind(),
+                        Some(StatementKind::Insert | StatementKind::Replace)
+                    );
+                self.rows_counted |= counts_rows;
+                let tuple = Tuple {
+                    prefix,
+                    paren: start,
+                    comma: None,
+                    depth: self.depth,
+                    any: false,
+                    pure: true,
+                };
+                self.clause = Some(Clause {
+                    first: None,
+                    open: Some(tuple),
+                    comma: None,
+                    counts_rows,
+                });
+            }
+            return;
+        };
+        match (clause.open.as_mut(), clause.comma) {
+            (Some(tuple), _) => match shape {
+                Shape::Literal => tuple.any = true,
+                Shape::Comma | Shape::Open => {}
+                Shape::Close if self.depth < tuple.depth => {
+                    let tuple = *tuple;
+                    clause.open = None;
+                    self.close_tuple(&mut clause, tuple);
+                }
+                Shape::Close => {}
+                Shape::Other => tuple.pure = false,
+            },
+            (None, None) if shape == Shape::Comma => clause.comma = Some(before),
+            (None, Some(comma)) if shape == Shape::Open => {
+                clause.comma = None;
+                let tuple = Tuple {
+                    prefix: comma,
+                    paren: start,
+                    comma: Some(comma),
+                    depth: self.depth,
+                    any: false,
+                    pure: true,
+                };
+                clause.open = Some(tuple);
+            }
+            // Anything else between tuples ends the clause.
+            _ => return,
+        }
+        self.clause = Some(clause);
+    }
+
+    fn close_tuple(&mut self, clause: &mut Clause, tuple: Tuple) {
+        let text = if tuple.pure && tuple.any {
+            // A first tuple hugs the keyword (`values(?+)`); a later one keeps its place.
+            let at = if tuple.comma.is_some() {
+                tuple.paren
+            } else {
+                tuple.prefix
+            };
+            self.collapse(at);
+            at
+        } else {
+            tuple.paren
+        };
+        match (clause.first, tuple.comma) {
+            (None, _) => clause.first = Some((text, self.out.len())),
+            (Some((from, to)), Some(comma)) => {
+                if self.out.get(from..to) == self.out.get(text..) {
+                    self.cut(comma);
+                }
+            }
+            (Some(_), None) => {}
+        }
+        if clause.counts_rows {
+            self.rows = self.rows.saturating_add(1);
+        }
+    }
+
+    fn collapse(&mut self, at: usize) {
+        self.cut(at);
+        self.out.push_str("(?+)");
+    }
+
+    fn cut(&mut self, at: usize) {
+        if self.out.is_char_boundary(at) {
+            self.out.truncate(at);
+        }
+    }
+
+    /// Closes the statement at `;` or end of input. Lists still open here were cut off by
+    /// the capture limit: an all-literal list collapses as if it had closed, and a partial
+    /// extra `VALUES` tuple is dropped, so a truncated bulk insert keeps its full id.
+    fn end_statement(&mut self) {
+        if let Some(list) = self.in_list.take()
+            && list.any
+        {
+            self.collapse(list.prefix);
+        }
+        if let Some(clause) = self.clause.take() {
+            match (clause.open, clause.comma) {
+                (
+                    Some(Tuple {
+                        comma: Some(comma), ..
+                    }),
+                    _,
+                )
+                | (None, Some(comma)) => self.cut(comma),
+                (Some(t), None) if t.pure && t.any => self.collapse(t.prefix),
+                _ => {}
+            }
+        }
+        if self.stmt == 0 {
+            if let Some(limit) = self.limit_state.finish() {
+                self.limit = Some(limit);
+            }
+            if !self.empty {
+                self.first_kind = Some(self.kind.kind().unwrap_or(StatementKind::Other));
+            }
+        }
+        if !self.empty {
+            self.stmt = self.stmt.saturating_add(1);
+            self.separator = true;
+        }
+        self.empty = true;
+        self.space = false;
+        self.depth = 0;
+        self.kind = KindTracker::Start;
+        self.rows_blocked = false;
+        self.expect_in = None;
+        self.expect_values = None;
+    }
+}
+
+/// Lower-cases a word; bytes that are not UTF-8 become U+FFFD, one per invalid sequence.
+fn push_lower(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() {
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+        }
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+}
+
+fn push_lossy(out: &mut String, bytes: &[u8]) {
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+}
