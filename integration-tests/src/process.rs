@@ -1,0 +1,185 @@
+//! The `rttscope` binary run as a child process, for what only a real
+//! process shows: signals, exit codes, log lines, memory.
+
+use std::fs;
+use std::io::{self, Read};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// The `rttscope` binary of this workspace, built on first use if the test
+/// run did not build it already (`cargo test -p` of this crate alone).
+pub fn rttscope_binary() -> Result<&'static Path> {
+    static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BINARY
+        .get_or_init(|| find_or_build("rttscope").map_err(|e| format!("{e:#}")))
+        .as_deref()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+fn find_or_build(name: &str) -> Result<PathBuf> {
+    // Test executables live in target/<profile>/deps; binaries one level up.
+    let exe = std::env::current_exe().context("current_exe")?;
+    let profile_dir = exe.parent().and_then(Path::parent).context("test binary has no target dir")?;
+    let candidate = profile_dir.join(name);
+    let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+    let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    build.args(["build", "--quiet", "-p", "rttscope", "--bin", name]);
+    if profile == "release" {
+        build.arg("--release");
+    }
+    // Always ask cargo: a stale binary would test old code. It is a no-op when fresh.
+    let status = build.status().context("running cargo build")?;
+    if !status.success() {
+        bail!("cargo build of {name} failed: {status}");
+    }
+    if !candidate.exists() {
+        bail!("{} not found after building", candidate.display());
+    }
+    Ok(candidate)
+}
+
+/// A free TCP port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A running `rttscope` process with its own config file and log.
+pub struct ProxyProcess {
+    child: Child,
+    listen: SocketAddr,
+    admin: SocketAddr,
+    dir: tempfile::TempDir,
+    log: Arc<Mutex<Vec<u8>>>,
+}
+
+impl ProxyProcess {
+    /// Starts the binary with `yaml` appended to a config that sets `listen`
+    /// and `admin` to free ports, and waits until it accepts connections.
+    /// `yaml` must not set `listen` or `admin` itself.
+    pub fn start(yaml: &str) -> Result<ProxyProcess> {
+        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let dir = tempfile::Builder::new().prefix("rttscope-proc-").tempdir()?;
+        let config = dir.path().join("rttscope.yaml");
+        fs::write(&config, format!("listen: {listen}\nadmin: {admin}\n{yaml}"))?;
+        let mut child = Command::new(rttscope_binary()?)
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", std::env::var("RTTSCOPE_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("spawning rttscope")?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut stderr = child.stderr.take().context("stderr piped")?;
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut log) = sink.lock() {
+                    log.extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+        let mut process = ProxyProcess { child, listen, admin, dir, log };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(listen).is_err() {
+            if let Some(status) = process.child.try_wait()? {
+                bail!("rttscope exited at start ({status}):\n{}", process.log());
+            }
+            if Instant::now() > deadline {
+                bail!("rttscope did not listen on {listen} within 30 s:\n{}", process.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(process)
+    }
+
+    pub fn listen(&self) -> SocketAddr {
+        self.listen
+    }
+
+    pub fn admin(&self) -> SocketAddr {
+        self.admin
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A scratch directory that lives as long as the process handle.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Everything the process logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| String::from_utf8_lossy(&l).into_owned()).unwrap_or_default()
+    }
+
+    /// Sends a signal (e.g. `libc::SIGTERM`).
+    pub fn signal(&self, signal: i32) -> io::Result<()> {
+        let pid = libc::pid_t::try_from(self.child.id()).map_err(|_| io::Error::other("pid out of range"))?;
+        // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
+        if unsafe { libc::kill(pid, signal) } == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    }
+
+    /// Waits up to `timeout` for the process to exit.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() > deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Resident and peak resident memory in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self) -> Result<(u64, u64)> {
+        let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .with_context(|| format!("{name} in /proc/pid/status"))
+        };
+        Ok((field("VmRSS:")?, field("VmHWM:")?))
+    }
+
+    /// User plus system CPU time the process has used.
+    pub fn cpu_time(&self) -> Result<Duration> {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // Fields after the parenthesised command name; utime and stime are 14th and 15th overall.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).context("malformed /proc/pid/stat")?;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).context("utime/stime");
+        let total = ticks(11)? + ticks(12)?;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Ok(Duration::from_secs_f64(total as f64 / hz as f64))
+    }
+}
+
+impl Drop for ProxyProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! rttscope run in-process for a test: a thread and runtime of its own, a
+//! free port, pointed at the test server, stopped (gracefully) on drop.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use rttscope::relay::{Proxy, RelayStats};
+use rttscope_config::Config;
+use tokio::sync::oneshot;
+
+use crate::mariadb::TestDb;
+
+pub struct TestProxy {
+    addr: SocketAddr,
+    stats: Arc<RelayStats>,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A config for tests: ephemeral ports, the shared test server upstream.
+pub fn test_config() -> Config {
+    let mut config = Config::default();
+    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.admin = SocketAddr::from(([127, 0, 0, 1], 0));
+    config.upstream = TestDb::shared().upstream_addr().into();
+    config
+}
+
+impl TestProxy {
+    /// rttscope with its defaults, in front of the test server.
+    pub fn start() -> TestProxy {
+        TestProxy::with_config(test_config())
+    }
+
+    pub fn with_config(config: Config) -> TestProxy {
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rttscope-under-test".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("runtime for the proxy under test");
+                runtime.block_on(async move {
+                    let proxy = Proxy::bind(Arc::new(config)).await.expect("proxy binds");
+                    ready_tx.send((proxy.local_addr().expect("bound address"), proxy.stats())).expect("test is waiting");
+                    proxy.run(async { let _ = stopped.await; }).await.expect("proxy runs");
+                });
+            })
+            .expect("spawn proxy thread");
+        let (addr, stats) = ready_rx.recv().expect("proxy started");
+        TestProxy { addr, stats, stop: Some(stop), thread: Some(thread) }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn stats(&self) -> &RelayStats {
+        &self.stats
+    }
+
+    /// Shuts down as on SIGTERM and waits until the proxy has stopped.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for TestProxy {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
