@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use rttscope::relay::{Proxy, RelayStats};
+use rttscope::admin::AdminState;
+use rttscope::app::Rttscope;
+use rttscope::relay::RelayStats;
 use rttscope_config::Config;
 use tokio::sync::oneshot;
 
@@ -14,7 +16,8 @@ use crate::mariadb::TestDb;
 
 pub struct TestProxy {
     addr: SocketAddr,
-    stats: Arc<RelayStats>,
+    admin: SocketAddr,
+    state: Arc<AdminState>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -46,14 +49,15 @@ impl TestProxy {
                     .build()
                     .expect("runtime for the proxy under test");
                 runtime.block_on(async move {
-                    let proxy = Proxy::bind(Arc::new(config)).await.expect("proxy binds");
-                    ready_tx.send((proxy.local_addr().expect("bound address"), proxy.stats())).expect("test is waiting");
-                    proxy.run(async { let _ = stopped.await; }).await.expect("proxy runs");
+                    let rttscope = Rttscope::bind(Arc::new(config)).await.expect("rttscope binds");
+                    let addrs = (rttscope.mysql_addr().expect("bound"), rttscope.admin_addr().expect("bound"), rttscope.state());
+                    ready_tx.send(addrs).expect("test is waiting");
+                    rttscope.run(async { let _ = stopped.await; }).await.expect("rttscope runs");
                 });
             })
             .expect("spawn proxy thread");
-        let (addr, stats) = ready_rx.recv().expect("proxy started");
-        TestProxy { addr, stats, stop: Some(stop), thread: Some(thread) }
+        let (addr, admin, state) = ready_rx.recv().expect("proxy started");
+        TestProxy { addr, admin, state, stop: Some(stop), thread: Some(thread) }
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -61,7 +65,17 @@ impl TestProxy {
     }
 
     pub fn stats(&self) -> &RelayStats {
-        &self.stats
+        &self.state.relay
+    }
+
+    /// The admin API's address.
+    pub fn admin(&self) -> SocketAddr {
+        self.admin
+    }
+
+    /// What the admin API serves, for tests that read it directly.
+    pub fn state(&self) -> &AdminState {
+        &self.state
     }
 
     /// Shuts down as on SIGTERM and waits until the proxy has stopped.

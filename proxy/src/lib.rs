@@ -10,7 +10,11 @@
 //!   ways with backpressure, shutdown.
 //! - [`fingerprint`]: SQL normalisation and stable ids.
 
+pub mod admin;
+pub mod app;
 pub mod cli;
 pub mod fingerprint;
 pub mod protocol;
+pub mod record;
+pub mod report;
 pub mod relay;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use rttscope::cli::{Cli, Command};
-use rttscope::relay::Proxy;
+use rttscope::app::Rttscope;
 use rttscope_config::{Config, LogFormat, Overrides};
 
 fn main() -> ExitCode {
@@ -72,15 +72,15 @@ fn serve(config: Config) -> ExitCode {
     };
     let config = Arc::new(config);
     runtime.block_on(async move {
-        let proxy = match Proxy::bind(config.clone()).await {
-            Ok(proxy) => proxy,
+        let rttscope = match Rttscope::bind(config.clone()).await {
+            Ok(rttscope) => rttscope,
             Err(e) => {
                 tracing::error!(error = %e, listen = %config.listen, "cannot listen");
                 return ExitCode::FAILURE;
             }
         };
-        tracing::info!(listen = %config.listen, upstream = %config.upstream, "rttscope ready");
-        match proxy.run(shutdown_signal()).await {
+        tracing::info!(listen = %config.listen, admin = %config.admin, upstream = %config.upstream, "rttscope ready");
+        match rttscope.run(shutdown_signal()).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "stopped with an error");

@@ -6,6 +6,7 @@
 //! - [`packets`] reads OK/EOF/ERR and builds the ERR packets rttscope sends;
 //! - [`session`] is the command/response state machine.
 
+pub mod binary;
 pub mod constants;
 pub mod error;
 pub mod framing;

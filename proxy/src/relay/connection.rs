@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::RelayError;
 use super::handshake::relay_handshake;
-use super::pump::{pump, Ended, NoTap, PumpSettings};
+use super::pump::{pump, Ended, NoTap, PumpSettings, Tap};
 use super::upstream::dial;
 use super::Shared;
 use crate::protocol::packets::err_packet;
+use crate::record::Recorder;
 
 /// MySQL's client error for "can't connect to server"; applications and
 /// drivers already treat it as an unreachable server.
@@ -30,10 +31,19 @@ enum Outcome {
     RefusedByUpstream,
 }
 
-pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, shared: Arc<Shared>, shutdown: CancellationToken) {
-    let started = tokio::time::Instant::now();
-    let result = run(&mut client, &shared, &shutdown).await;
-    let elapsed_ms = started.elapsed().as_millis() as u64;
+pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let accepted = tokio::time::Instant::now();
+    let result = match (&shared.events, shared.config.record.enabled) {
+        (Some(events), true) => {
+            let examples = shared.config.report.examples;
+            let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, examples);
+            let result = run(&mut client, peer, &shared, &shutdown, &mut recorder).await;
+            recorder.closed();
+            result
+        }
+        _ => run(&mut client, peer, &shared, &shutdown, &mut NoTap).await,
+    };
+    let elapsed_ms = accepted.elapsed().as_millis() as u64;
     match result {
         Ok(Outcome::Pumped(ended)) => tracing::debug!(?ended, elapsed_ms, "connection closed"),
         Ok(outcome) => tracing::debug!(?outcome, elapsed_ms, "connection closed"),
@@ -45,7 +55,13 @@ pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, shared: Arc<S
     }
 }
 
-async fn run(client: &mut TcpStream, shared: &Shared, shutdown: &CancellationToken) -> Result<Outcome, RelayError> {
+async fn run<T: Tap>(
+    client: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    shutdown: &CancellationToken,
+    tap: &mut T,
+) -> Result<Outcome, RelayError> {
     let config = &shared.config;
     // Best effort: a client socket that already died fails at the first write anyway.
     let _ = client.set_nodelay(true);
@@ -55,19 +71,24 @@ async fn run(client: &mut TcpStream, shared: &Shared, shutdown: &CancellationTok
         Err(e) => {
             shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!(error = %e, "upstream unreachable; told the client");
-            // Before the handshake the client expects the greeting (sequence 0).
-            let packet = err_packet(0, CR_CONN_HOST_ERROR, "HY000", &format!("rttscope: {e}"), true);
-            client.write_all(&packet).await.map_err(RelayError::Client)?;
-            let _ = client.shutdown().await;
+            refuse(client, &format!("rttscope: {e}")).await?;
             return Ok(Outcome::UpstreamUnreachable);
         }
     };
     tracing::Span::current().record("upstream.addr", tracing::field::display(upstream_addr));
 
-    let mut tap = NoTap;
     let capture = config.record.max_sql_bytes.0 as usize;
-    let Some(established) = relay_handshake(client, &mut upstream, timeout, capture, &mut tap).await? else {
-        return Ok(Outcome::RefusedByUpstream);
+    let established = match relay_handshake(client, &mut upstream, timeout, capture, tap).await {
+        Ok(Some(established)) => established,
+        Ok(None) => return Ok(Outcome::RefusedByUpstream),
+        Err(RelayError::Timeout("server greeting", after)) => {
+            shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
+            let why = format!("upstream {upstream_addr} accepted the connection but sent no greeting within {after:?}");
+            tracing::warn!("{why}; told the client");
+            refuse(client, &format!("rttscope: {why}")).await?;
+            return Ok(Outcome::UpstreamUnreachable);
+        }
+        Err(e) => return Err(e),
     };
     tracing::debug!(
         user = %established.response.user,
@@ -75,10 +96,20 @@ async fn run(client: &mut TcpStream, shared: &Shared, shutdown: &CancellationTok
         server = %established.greeting.server_version,
         "handshake relayed"
     );
+    tap.handshake(peer, &established.response);
     let mut session = established.session;
     let settings = PumpSettings {
         buffer_size: config.relay.buffer_size.0 as usize,
         idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
     };
-    pump(client, &mut upstream, &mut session, &mut tap, &settings, shutdown).await.map(Outcome::Pumped)
+    pump(client, &mut upstream, &mut session, tap, &settings, shutdown).await.map(Outcome::Pumped)
+}
+
+/// Tells a client that has not seen a greeting yet that the upstream is
+/// out of reach, the way a client library itself would (2003, HY000).
+async fn refuse(client: &mut TcpStream, message: &str) -> Result<(), RelayError> {
+    let packet = err_packet(0, CR_CONN_HOST_ERROR, "HY000", message, true);
+    client.write_all(&packet).await.map_err(RelayError::Client)?;
+    let _ = client.shutdown().await;
+    Ok(())
 }

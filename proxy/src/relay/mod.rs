@@ -32,6 +32,7 @@ pub use pump::{Direction, Ended};
 pub use upstream::DialError;
 
 use crate::protocol::packets::err_packet;
+use crate::record::EventSink;
 
 /// Counters the relay keeps; lock-free, read by metrics.
 #[derive(Debug, Default)]
@@ -43,10 +44,12 @@ pub struct RelayStats {
     pub protocol_errors: AtomicU64,
 }
 
-/// What every connection task shares: immutable config and atomic stats.
+/// What every connection task shares: immutable config, atomic stats, and
+/// the sending end of the record channel (when recording is on).
 pub(crate) struct Shared {
     pub config: Arc<Config>,
     pub stats: Arc<RelayStats>,
+    pub events: Option<EventSink>,
 }
 
 /// The MySQL-facing side of rttscope.
@@ -63,10 +66,11 @@ const ER_CON_COUNT_ERROR: u16 = 1040;
 const MAX_REJECTIONS_IN_FLIGHT: usize = 64;
 
 impl Proxy {
-    /// Binds the listener of `config.listen`.
-    pub async fn bind(config: Arc<Config>) -> io::Result<Proxy> {
+    /// Binds the listener of `config.listen`. With `events`, every
+    /// connection records its commands there.
+    pub async fn bind(config: Arc<Config>, events: Option<EventSink>) -> io::Result<Proxy> {
         let listener = TcpListener::bind(config.listen).await?;
-        let shared = Arc::new(Shared { config, stats: Arc::default() });
+        let shared = Arc::new(Shared { config, stats: Arc::default(), events });
         Ok(Proxy { listener, shared, next_id: 0 })
     }
 
@@ -105,13 +109,14 @@ impl Proxy {
                         continue;
                     };
                     self.next_id += 1;
-                    let span = tracing::info_span!("conn", conn.id = self.next_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
+                    let conn_id = self.next_id;
+                    let span = tracing::info_span!("conn", conn.id = conn_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
                     let shared = self.shared.clone();
                     let token = draining.clone();
                     shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
                     shared.stats.connections_active.fetch_add(1, Ordering::Relaxed);
                     tasks.spawn(async move {
-                        connection::serve(client, peer, shared.clone(), token).await;
+                        connection::serve(client, peer, conn_id, shared.clone(), token).await;
                         shared.stats.connections_active.fetch_sub(1, Ordering::Relaxed);
                         drop(permit);
                     }.instrument(span));

@@ -7,6 +7,7 @@
 
 use std::future::{poll_fn, Future};
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::error::RelayError;
+use crate::protocol::handshake::HandshakeResponse41;
 use crate::protocol::{DecodeError, Observer, PacketScanner, Peer, Session};
 
 /// Which way bytes flow.
@@ -31,6 +33,8 @@ pub enum Direction {
 pub trait Tap: Observer {
     /// `len` bytes were read at `now`, before the state machine sees them.
     fn arrived(&mut self, _direction: Direction, _now: Instant, _len: usize) {}
+    /// The handshake was relayed: who connected, as whom.
+    fn handshake(&mut self, _client: SocketAddr, _response: &HandshakeResponse41) {}
 }
 
 /// A tap that records nothing.

@@ -69,6 +69,8 @@ pub struct Summary {
 /// Receives what the state machine sees. Every method has a no-op default;
 /// the relay's observer timestamps and records.
 pub trait Observer {
+    /// The first packet of a new client command began to arrive.
+    fn command_started(&mut self, _command: u8) {}
     /// A client command arrived in full (or, for [`CONNECT`], the handshake
     /// response). Calls to `command` and `finished` pair up in FIFO order.
     fn command(&mut self, _command: &CommandPacket<'_>) {}
@@ -339,6 +341,7 @@ impl<O: Observer> FrameSink for ClientSide<'_, O> {
             return Err(DecodeError::malformed(Peer::Client, "command", "empty packet"));
         };
         let resp = s.expected_response(command);
+        self.obs.command_started(command);
         s.pending.push_back(Pending { command, resp, seq: 1, bytes_up: 0, complete: false });
         if s.pending.len() == 1 {
             s.begin_front();

@@ -1,0 +1,218 @@
+//! Values in the binary protocol: the parameters of `COM_STMT_EXECUTE`,
+//! rendered in the same canonical text a literal in SQL would have, so a
+//! prepared `WHERE id = ?` and a literal `WHERE id = 10001` compare equal.
+
+use super::packets::lenenc_int;
+
+/// Column/parameter type codes (`enum_field_types`).
+pub mod types {
+    pub const MYSQL_TYPE_DECIMAL: u8 = 0x00;
+    pub const MYSQL_TYPE_TINY: u8 = 0x01;
+    pub const MYSQL_TYPE_SHORT: u8 = 0x02;
+    pub const MYSQL_TYPE_LONG: u8 = 0x03;
+    pub const MYSQL_TYPE_FLOAT: u8 = 0x04;
+    pub const MYSQL_TYPE_DOUBLE: u8 = 0x05;
+    pub const MYSQL_TYPE_NULL: u8 = 0x06;
+    pub const MYSQL_TYPE_TIMESTAMP: u8 = 0x07;
+    pub const MYSQL_TYPE_LONGLONG: u8 = 0x08;
+    pub const MYSQL_TYPE_INT24: u8 = 0x09;
+    pub const MYSQL_TYPE_DATE: u8 = 0x0a;
+    pub const MYSQL_TYPE_TIME: u8 = 0x0b;
+    pub const MYSQL_TYPE_DATETIME: u8 = 0x0c;
+    pub const MYSQL_TYPE_YEAR: u8 = 0x0d;
+}
+
+use types::*;
+
+/// Flag on a parameter type: the integer is unsigned.
+const UNSIGNED: u8 = 0x80;
+
+/// One parameter of an execute, as far as it could be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param<'a> {
+    Null,
+    /// An integer, already in decimal text form (`buf` holds the digits).
+    Int { buf: [u8; 20], len: u8 },
+    /// Strings, decimals, blobs, JSON: the bytes as sent.
+    Bytes(&'a [u8]),
+    /// Floats, dates, times: not compared with SQL literals.
+    Other,
+}
+
+impl Param<'_> {
+    /// The canonical bytes of this value, as a SQL literal would give them;
+    /// `None` for NULL and for types without one.
+    pub fn canonical(&self) -> Option<&[u8]> {
+        match self {
+            Param::Int { buf, len } => buf.get(..usize::from(*len)),
+            Param::Bytes(b) => Some(b),
+            Param::Null | Param::Other => None,
+        }
+    }
+}
+
+fn int_text(value: i128) -> Param<'static> {
+    let mut buf = [0u8; 20];
+    let mut digits = [0u8; 40];
+    let mut n = value.unsigned_abs();
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    let mut len = 0;
+    if value < 0 {
+        buf[0] = b'-';
+        len = 1;
+    }
+    for &d in &digits[i..] {
+        if len < buf.len() {
+            buf[len] = d;
+            len += 1;
+        }
+    }
+    Param::Int { buf, len: len as u8 }
+}
+
+/// Reads the parameters of a `COM_STMT_EXECUTE` payload (command byte
+/// excluded). `count` comes from the statement's prepare response; `types`
+/// holds the types from the last execute that sent them and is updated when
+/// this one sends new ones (the "new params bound" flag). Stops quietly at
+/// the first thing it cannot read: parameters are observations, never a
+/// reason to fail a connection.
+pub fn execute_params<'a>(payload: &'a [u8], count: usize, types: &mut Vec<(u8, u8)>, mut each: impl FnMut(Param<'a>)) {
+    // statement id (4), flags (1), iteration count (4)
+    let Some(rest) = payload.get(9..) else { return };
+    if count == 0 {
+        return;
+    }
+    let bitmap_len = count.div_ceil(8);
+    let Some((bitmap, rest)) = split(rest, bitmap_len) else { return };
+    let Some((&new_bound, mut rest)) = rest.split_first() else { return };
+    if new_bound == 1 {
+        let Some((sent, after)) = split(rest, 2 * count) else { return };
+        types.clear();
+        types.extend(sent.chunks_exact(2).map(|t| (t[0], t[1])));
+        rest = after;
+    }
+    if types.len() != count {
+        return;
+    }
+    for (i, &(ty, flags)) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            each(Param::Null);
+            continue;
+        }
+        let unsigned = flags & UNSIGNED != 0;
+        let fixed = |n: usize, rest: &'a [u8]| split(rest, n);
+        let (param, after) = match ty {
+            MYSQL_TYPE_TINY => match fixed(1, rest) {
+                Some((b, r)) => (int_text(if unsigned { i128::from(b[0]) } else { i128::from(b[0] as i8) }), r),
+                None => return,
+            },
+            MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => match fixed(2, rest) {
+                Some((b, r)) => {
+                    let v = u16::from_le_bytes([b[0], b[1]]);
+                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i16) }), r)
+                }
+                None => return,
+            },
+            MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 => match fixed(4, rest) {
+                Some((b, r)) => {
+                    let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i32) }), r)
+                }
+                None => return,
+            },
+            MYSQL_TYPE_LONGLONG => match fixed(8, rest) {
+                Some((b, r)) => {
+                    let mut le = [0u8; 8];
+                    le.copy_from_slice(b);
+                    let v = u64::from_le_bytes(le);
+                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i64) }), r)
+                }
+                None => return,
+            },
+            MYSQL_TYPE_FLOAT => match fixed(4, rest) {
+                Some((_, r)) => (Param::Other, r),
+                None => return,
+            },
+            MYSQL_TYPE_DOUBLE => match fixed(8, rest) {
+                Some((_, r)) => (Param::Other, r),
+                None => return,
+            },
+            MYSQL_TYPE_NULL => (Param::Null, rest),
+            MYSQL_TYPE_DATE | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIME => {
+                // A length byte, then that many bytes.
+                let Some((&n, r)) = rest.split_first() else { return };
+                match split(r, usize::from(n)) {
+                    Some((_, r)) => (Param::Other, r),
+                    None => return,
+                }
+            }
+            // Everything else travels as a length-encoded string.
+            _ => {
+                let Some((n, width)) = lenenc_int(rest) else { return };
+                let Some(r) = rest.get(width..) else { return };
+                let Ok(n) = usize::try_from(n) else { return };
+                match split(r, n) {
+                    Some((bytes, r)) => (Param::Bytes(bytes), r),
+                    None => return,
+                }
+            }
+        };
+        each(param);
+        rest = after;
+    }
+}
+
+fn split(buf: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
+    (buf.len() >= n).then(|| buf.split_at(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(payload: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> Vec<Option<Vec<u8>>> {
+        let mut out = Vec::new();
+        execute_params(payload, count, types, |p| out.push(p.canonical().map(<[u8]>::to_vec)));
+        out
+    }
+
+    #[test]
+    fn integers_strings_and_nulls() {
+        // stmt 1, no cursor, 1 iteration; 4 params; NULL bitmap marks param 3;
+        // new types: LONGLONG, VAR_STRING, TINY, LONG unsigned.
+        let mut p = vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 0b0000_0100, 1];
+        p.extend_from_slice(&[MYSQL_TYPE_LONGLONG, 0, 0xfd, 0, MYSQL_TYPE_TINY, 0, MYSQL_TYPE_LONG, 0x80]);
+        p.extend_from_slice(&10001i64.to_le_bytes());
+        p.extend_from_slice(&[3, b'a', b'b', b'c']);
+        p.extend_from_slice(&u32::MAX.to_le_bytes());
+        let mut types = Vec::new();
+        let got = collect(&p, 4, &mut types);
+        assert_eq!(got, vec![Some(b"10001".to_vec()), Some(b"abc".to_vec()), None, Some(b"4294967295".to_vec())]);
+        // A later execute without new types reuses the remembered ones.
+        let mut again = vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 0b0000_0110, 0];
+        again.extend_from_slice(&(-7i64).to_le_bytes());
+        again.extend_from_slice(&7u32.to_le_bytes());
+        assert_eq!(collect(&again, 4, &mut types), vec![Some(b"-7".to_vec()), None, None, Some(b"7".to_vec())]);
+    }
+
+    #[test]
+    fn truncated_payloads_stop_quietly() {
+        let mut p = vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, MYSQL_TYPE_LONGLONG, 0];
+        p.extend_from_slice(&42i64.to_le_bytes());
+        for len in 0..p.len() {
+            let mut types = Vec::new();
+            let got = collect(&p[..len], 1, &mut types);
+            assert!(got.is_empty(), "len {len}: {got:?}");
+        }
+        assert_eq!(collect(&p, 1, &mut Vec::new()), vec![Some(b"42".to_vec())]);
+        assert_eq!(int_text(i128::from(i64::MIN)).canonical(), Some(&b"-9223372036854775808"[..]));
+    }
+}

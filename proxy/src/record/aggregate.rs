@@ -1,0 +1,320 @@
+//! Aggregates per fingerprint and per connection, bounded in memory: at
+//! most `max_fingerprints` statements are tracked by total time; when twice
+//! that many have been seen, the slower half is kept and the rest fold into
+//! one `other` entry (amortised, so a million distinct statements cost no
+//! more than 2 × max entries).
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::latency::Latency;
+use super::{CommandMetrics, CommandRecord, Event, LiveConnection};
+use crate::fingerprint::{FingerprintId, StatementKind};
+use crate::protocol::constants::command::*;
+
+/// The id of the entry unlisted statements fold into.
+pub const OTHER_FINGERPRINT: FingerprintId = FingerprintId(0);
+/// Closed connections kept for the report.
+const CLOSED_KEPT: usize = 256;
+
+/// One statement class (or pseudo-statement for commands without SQL).
+#[derive(Clone, Debug)]
+pub struct QueryStats {
+    pub fingerprint: FingerprintId,
+    pub text: Arc<str>,
+    pub kind: StatementKind,
+    /// Executions: COM_QUERY and COM_STMT_EXECUTE (and each command without SQL).
+    pub count: u64,
+    /// Records of every command attributed here, by command byte.
+    pub commands: Vec<(u8, u64)>,
+    pub errors: u64,
+    pub round_trips: u64,
+    pub first_byte: Latency,
+    pub latency: Latency,
+    pub rows_sum: u64,
+    pub rows_max: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub max_down: u64,
+    pub first_seen_us: u64,
+    pub last_seen_us: u64,
+    /// For the `other` entry: how many statement classes were folded into it.
+    pub folded: u64,
+    /// One literal example (only recorded with `report.examples`).
+    pub example: Option<Box<str>>,
+}
+
+impl QueryStats {
+    fn new(fingerprint: FingerprintId, text: Arc<str>, kind: StatementKind, at_us: u64) -> QueryStats {
+        QueryStats {
+            fingerprint,
+            text,
+            kind,
+            count: 0,
+            commands: Vec::new(),
+            errors: 0,
+            round_trips: 0,
+            first_byte: Latency::new(),
+            latency: Latency::new(),
+            rows_sum: 0,
+            rows_max: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            max_down: 0,
+            first_seen_us: at_us,
+            last_seen_us: at_us,
+            folded: 0,
+            example: None,
+        }
+    }
+
+    fn add(&mut self, r: &CommandRecord) {
+        if counts_as_execution(r.command) {
+            self.count += 1;
+        }
+        match self.commands.iter_mut().find(|(c, _)| *c == r.command) {
+            Some((_, n)) => *n += 1,
+            None => self.commands.push((r.command, 1)),
+        }
+        self.errors += u64::from(r.error.is_some());
+        self.round_trips += u64::from(r.round_trips);
+        if let Some(us) = r.first_byte_latency_us() {
+            self.first_byte.record(us);
+        }
+        self.latency.record(r.latency_us());
+        self.rows_sum += r.rows;
+        self.rows_max = self.rows_max.max(r.rows);
+        self.bytes_up += r.bytes_up;
+        self.bytes_down += r.bytes_down;
+        self.max_down = self.max_down.max(r.bytes_down);
+        self.first_seen_us = self.first_seen_us.min(r.request_us);
+        self.last_seen_us = self.last_seen_us.max(r.last_byte_us);
+        if self.example.is_none() {
+            self.example.clone_from(&r.example);
+        }
+    }
+
+    fn merge(&mut self, other: &QueryStats) {
+        self.count += other.count;
+        for &(c, n) in &other.commands {
+            match self.commands.iter_mut().find(|(mine, _)| *mine == c) {
+                Some((_, m)) => *m += n,
+                None => self.commands.push((c, n)),
+            }
+        }
+        self.errors += other.errors;
+        self.round_trips += other.round_trips;
+        self.first_byte.merge(&other.first_byte);
+        self.latency.merge(&other.latency);
+        self.rows_sum += other.rows_sum;
+        self.rows_max = self.rows_max.max(other.rows_max);
+        self.bytes_up += other.bytes_up;
+        self.bytes_down += other.bytes_down;
+        self.max_down = self.max_down.max(other.max_down);
+        self.first_seen_us = self.first_seen_us.min(other.first_seen_us);
+        self.last_seen_us = self.last_seen_us.max(other.last_seen_us);
+        self.folded += other.folded.max(1);
+    }
+}
+
+/// Whether a command is one run of its statement. Prepares, fetches and the
+/// other statement housekeeping cost round trips but are not runs.
+pub fn counts_as_execution(command: u8) -> bool {
+    !matches!(command, COM_STMT_PREPARE | COM_STMT_FETCH | COM_STMT_CLOSE | COM_STMT_RESET | COM_STMT_SEND_LONG_DATA)
+}
+
+/// One client connection.
+#[derive(Clone, Debug)]
+pub struct ConnectionStats {
+    pub id: u64,
+    pub client: SocketAddr,
+    pub user: Arc<str>,
+    pub schema: Option<Arc<str>>,
+    pub opened_us: u64,
+    pub closed_us: Option<u64>,
+    pub commands: u64,
+    pub errors: u64,
+    pub round_trips: u64,
+    pub latency: Latency,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub rows: u64,
+    pub live: Option<Arc<LiveConnection>>,
+}
+
+/// Everything recorded since start (or the last reset).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub commands: u64,
+    pub executions: u64,
+    pub errors: u64,
+    pub round_trips: u64,
+    pub time_us: u64,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub rows: u64,
+    pub connections: u64,
+}
+
+#[derive(Debug)]
+pub struct Aggregates {
+    max_fingerprints: usize,
+    queries: HashMap<FingerprintId, QueryStats>,
+    other: QueryStats,
+    connections: HashMap<u64, ConnectionStats>,
+    closed: VecDeque<ConnectionStats>,
+    pub totals: Totals,
+    /// Start of the recording window, µs since the epoch.
+    pub since_us: u64,
+    /// Since start; survives `reset` (Prometheus counters only go up).
+    pub metrics: CommandMetrics,
+}
+
+impl Aggregates {
+    pub fn new(max_fingerprints: usize, since_us: u64) -> Aggregates {
+        Aggregates {
+            max_fingerprints: max_fingerprints.max(1),
+            queries: HashMap::new(),
+            other: QueryStats::new(OTHER_FINGERPRINT, Arc::from("(other statements)"), StatementKind::Other, since_us),
+            connections: HashMap::new(),
+            closed: VecDeque::new(),
+            totals: Totals::default(),
+            since_us,
+            metrics: CommandMetrics::default(),
+        }
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        match event {
+            Event::Connected { conn_id, client, user, schema, at_us, live } => {
+                self.totals.connections += 1;
+                self.connections.insert(
+                    *conn_id,
+                    ConnectionStats {
+                        id: *conn_id,
+                        client: *client,
+                        user: user.clone(),
+                        schema: schema.clone(),
+                        opened_us: *at_us,
+                        closed_us: None,
+                        commands: 0,
+                        errors: 0,
+                        round_trips: 0,
+                        latency: Latency::new(),
+                        bytes_up: 0,
+                        bytes_down: 0,
+                        rows: 0,
+                        live: Some(live.clone()),
+                    },
+                );
+            }
+            Event::Command(r) => self.command(r),
+            Event::Schema { conn_id, schema, user } => {
+                if let Some(c) = self.connections.get_mut(conn_id) {
+                    c.schema = schema.clone();
+                    if let Some(user) = user {
+                        c.user = user.clone();
+                    }
+                }
+            }
+            Event::Closed { conn_id, at_us } => {
+                if let Some(mut c) = self.connections.remove(conn_id) {
+                    c.closed_us = Some(*at_us);
+                    c.live = None;
+                    if self.closed.len() >= CLOSED_KEPT {
+                        self.closed.pop_front();
+                    }
+                    self.closed.push_back(c);
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, r: &CommandRecord) {
+        self.metrics.record(r);
+        let t = &mut self.totals;
+        t.commands += 1;
+        t.executions += u64::from(counts_as_execution(r.command));
+        t.errors += u64::from(r.error.is_some());
+        t.round_trips += u64::from(r.round_trips);
+        t.time_us += r.latency_us();
+        t.bytes_up += r.bytes_up;
+        t.bytes_down += r.bytes_down;
+        t.rows += r.rows;
+        if let Some(c) = self.connections.get_mut(&r.conn_id) {
+            c.commands += 1;
+            c.errors += u64::from(r.error.is_some());
+            c.round_trips += u64::from(r.round_trips);
+            c.latency.record(r.latency_us());
+            c.bytes_up += r.bytes_up;
+            c.bytes_down += r.bytes_down;
+            c.rows += r.rows;
+        }
+        self.queries
+            .entry(r.fingerprint)
+            .or_insert_with(|| QueryStats::new(r.fingerprint, r.text.clone(), r.kind, r.request_us))
+            .add(r);
+        if self.queries.len() >= 2 * self.max_fingerprints {
+            self.fold();
+        }
+    }
+
+    /// Keeps the `max_fingerprints` classes with the most total time.
+    fn fold(&mut self) {
+        let mut by_time: Vec<(u64, FingerprintId)> = self.queries.values().map(|q| (q.latency.sum(), q.fingerprint)).collect();
+        by_time.sort_unstable_by(|a, b| b.cmp(a));
+        for &(_, id) in &by_time[self.max_fingerprints.min(by_time.len())..] {
+            if let Some(q) = self.queries.remove(&id) {
+                self.other.merge(&q);
+            }
+        }
+    }
+
+    /// Statement classes by total time, slowest first; `other` last if used.
+    pub fn queries(&self) -> Vec<&QueryStats> {
+        let mut all: Vec<&QueryStats> = self.queries.values().collect();
+        all.sort_by(|a, b| b.latency.sum().cmp(&a.latency.sum()).then(a.fingerprint.cmp(&b.fingerprint)));
+        if self.other.folded > 0 {
+            all.push(&self.other);
+        }
+        all
+    }
+
+    pub fn query(&self, id: FingerprintId) -> Option<&QueryStats> {
+        self.queries.get(&id)
+    }
+
+    /// Open connections, oldest first.
+    pub fn live_connections(&self) -> Vec<&ConnectionStats> {
+        let mut live: Vec<&ConnectionStats> = self.connections.values().collect();
+        live.sort_by_key(|c| c.id);
+        live
+    }
+
+    /// Open connections, then the most recently closed ones.
+    pub fn connections(&self) -> impl Iterator<Item = &ConnectionStats> {
+        self.live_connections().into_iter().chain(self.closed.iter().rev())
+    }
+
+    /// Forgets everything recorded; open connections stay, with zeroed counters.
+    pub fn reset(&mut self, now_us: u64) {
+        let live: Vec<ConnectionStats> = self.connections.drain().map(|(_, c)| c).collect();
+        let metrics = std::mem::take(&mut self.metrics);
+        *self = Aggregates::new(self.max_fingerprints, now_us);
+        self.metrics = metrics;
+        for mut c in live {
+            c.commands = 0;
+            c.errors = 0;
+            c.round_trips = 0;
+            c.latency = Latency::new();
+            c.bytes_up = 0;
+            c.bytes_down = 0;
+            c.rows = 0;
+            self.connections.insert(c.id, c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

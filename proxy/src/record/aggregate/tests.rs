@@ -1,0 +1,89 @@
+//! Aggregation arithmetic and the memory bound.
+
+use super::*;
+use crate::record::Values;
+
+fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandRecord {
+    CommandRecord {
+        conn_id: 1,
+        command,
+        fingerprint: FingerprintId(fingerprint),
+        text: Arc::from(format!("select {fingerprint}").as_str()),
+        kind: StatementKind::Select,
+        request_us: 1000,
+        first_byte_us: Some(1000 + latency_us / 2),
+        last_byte_us: 1000 + latency_us,
+        round_trips: 1,
+        bytes_up: 10,
+        bytes_down: 100,
+        rows,
+        columns: 1,
+        affected_rows: 0,
+        warnings: 0,
+        error: None,
+        statement: None,
+        fetch_rows: 0,
+        cursor: false,
+        values: Values::default(),
+        limit: None,
+        rows_in_values: 0,
+        trace: None,
+        example: None,
+    }
+}
+
+#[test]
+fn executions_and_round_trips_are_counted_apart() {
+    let mut a = Aggregates::new(10, 0);
+    a.apply(&Event::Command(record(7, COM_STMT_PREPARE, 100, 0)));
+    a.apply(&Event::Command(record(7, COM_STMT_EXECUTE, 200, 0)));
+    for _ in 0..3 {
+        a.apply(&Event::Command(record(7, COM_STMT_FETCH, 50, 100)));
+    }
+    let q = a.query(FingerprintId(7)).unwrap();
+    assert_eq!((q.count, q.round_trips, q.rows_sum, q.rows_max), (1, 5, 300, 100));
+    assert_eq!(q.commands, vec![(COM_STMT_PREPARE, 1), (COM_STMT_EXECUTE, 1), (COM_STMT_FETCH, 3)]);
+    assert_eq!(q.latency.summary().sum, 450);
+    assert_eq!((a.totals.commands, a.totals.executions, a.totals.bytes_down), (5, 1, 500));
+}
+
+#[test]
+fn distinct_statements_without_end_stay_bounded() {
+    let mut a = Aggregates::new(100, 0);
+    // One slow statement that must survive every fold.
+    a.apply(&Event::Command(record(u64::MAX, COM_QUERY, 10_000_000, 1)));
+    // 200,000 classes through a 100-entry table: 1,000 folds.
+    for i in 1..=200_000u64 {
+        a.apply(&Event::Command(record(i, COM_QUERY, 1 + i % 1000, 1)));
+        assert!(a.queries.len() < 200, "at {i}: {}", a.queries.len());
+    }
+    let listed = a.queries();
+    let other = listed.last().unwrap();
+    assert_eq!(other.fingerprint, OTHER_FINGERPRINT);
+    assert_eq!(listed[0].fingerprint, FingerprintId(u64::MAX));
+    // Nothing is lost by folding: the sums still add up.
+    let executions: u64 = listed.iter().map(|q| q.count).sum();
+    assert_eq!(executions, 200_001);
+    assert_eq!(a.totals.executions, 200_001);
+    assert_eq!(other.folded as usize + listed.len() - 1, 200_001);
+}
+
+#[test]
+fn reset_keeps_open_connections() {
+    let mut a = Aggregates::new(10, 0);
+    let live = Arc::new(LiveConnection::default());
+    a.apply(&Event::Connected {
+        conn_id: 1,
+        client: "127.0.0.1:5000".parse().unwrap(),
+        user: Arc::from("app"),
+        schema: None,
+        at_us: 0,
+        live,
+    });
+    a.apply(&Event::Command(record(1, COM_QUERY, 10, 1)));
+    a.reset(99);
+    assert!(a.queries().is_empty());
+    assert_eq!(a.live_connections().len(), 1);
+    assert_eq!(a.live_connections()[0].commands, 0);
+    assert_eq!(a.since_us, 99);
+}

@@ -1,0 +1,52 @@
+//! Drains the event channel in batches, off the forwarding path, into the
+//! aggregates and any further consumers (the findings detectors).
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use super::{Aggregates, Event};
+
+/// Something else that wants every event, in order (a detector).
+pub trait Consumer: Send {
+    fn event(&mut self, event: &Event);
+}
+
+pub struct Collector {
+    rx: mpsc::Receiver<Event>,
+    aggregates: Arc<Mutex<Aggregates>>,
+    consumers: Vec<Box<dyn Consumer>>,
+}
+
+/// Events taken from the channel per lock of the aggregates.
+const BATCH: usize = 512;
+
+impl Collector {
+    pub fn new(rx: mpsc::Receiver<Event>, aggregates: Arc<Mutex<Aggregates>>) -> Collector {
+        Collector { rx, aggregates, consumers: Vec::new() }
+    }
+
+    pub fn add_consumer(&mut self, consumer: Box<dyn Consumer>) {
+        self.consumers.push(consumer);
+    }
+
+    /// Runs until every sender is gone (the relay stopped), so events sent
+    /// before shutdown are all applied before the final report.
+    pub async fn run(mut self) {
+        let mut batch = Vec::with_capacity(BATCH);
+        while self.rx.recv_many(&mut batch, BATCH).await > 0 {
+            {
+                let Ok(mut aggregates) = self.aggregates.lock() else { return };
+                for event in &batch {
+                    aggregates.apply(event);
+                }
+            }
+            for consumer in &mut self.consumers {
+                for event in &batch {
+                    consumer.event(event);
+                }
+            }
+            batch.clear();
+        }
+    }
+}

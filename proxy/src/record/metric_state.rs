@@ -1,0 +1,108 @@
+//! What the Prometheus metrics are made of: fixed-bucket histograms and
+//! per-command counters, updated by the collector and never reset (counters
+//! must only go up, or `rate()` breaks).
+
+use super::CommandRecord;
+use crate::protocol::constants::command;
+
+/// Fixed-bucket histogram state in Prometheus's cumulative form.
+#[derive(Clone, Debug)]
+pub struct BucketHistogram {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl BucketHistogram {
+    /// `(upper bound, count in that bucket)`, not cumulative.
+    pub fn buckets(&self) -> impl Iterator<Item = (f64, u64)> + '_ {
+        self.bounds.iter().copied().zip(self.counts.iter().copied())
+    }
+
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn new(bounds: &'static [f64]) -> BucketHistogram {
+        BucketHistogram { bounds, counts: vec![0; bounds.len()], sum: 0.0, count: 0 }
+    }
+
+    pub fn observe(&mut self, v: f64) {
+        if let Some(i) = self.bounds.iter().position(|&b| v <= b) {
+            self.counts[i] += 1;
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+/// Seconds: 50 µs to 10 s, for round-trip-sized to slow-query-sized latencies.
+pub const SECONDS_BUCKETS: &[f64] =
+    &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+/// Bytes: 256 B to 1 GiB in powers of four.
+pub const BYTES_BUCKETS: &[f64] = &[
+    256.0,
+    1024.0,
+    4096.0,
+    16384.0,
+    65536.0,
+    262144.0,
+    1048576.0,
+    4194304.0,
+    16777216.0,
+    67108864.0,
+    268435456.0,
+    1073741824.0,
+];
+
+/// Command-level metrics since start.
+#[derive(Clone, Debug)]
+pub struct CommandMetrics {
+    pub duration_seconds: BucketHistogram,
+    pub first_byte_seconds: BucketHistogram,
+    pub result_bytes: BucketHistogram,
+    pub round_trips: u64,
+    /// Commands and errors by command byte.
+    pub commands: Vec<(u8, u64, u64)>,
+}
+
+impl Default for CommandMetrics {
+    fn default() -> Self {
+        CommandMetrics {
+            duration_seconds: BucketHistogram::new(SECONDS_BUCKETS),
+            first_byte_seconds: BucketHistogram::new(SECONDS_BUCKETS),
+            result_bytes: BucketHistogram::new(BYTES_BUCKETS),
+            round_trips: 0,
+            commands: Vec::new(),
+        }
+    }
+}
+
+impl CommandMetrics {
+    pub fn record(&mut self, r: &CommandRecord) {
+        self.duration_seconds.observe(r.latency_us() as f64 / 1e6);
+        if let Some(us) = r.first_byte_latency_us() {
+            self.first_byte_seconds.observe(us as f64 / 1e6);
+        }
+        self.result_bytes.observe(r.bytes_down as f64);
+        self.round_trips += u64::from(r.round_trips);
+        let error = u64::from(r.error.is_some());
+        match self.commands.iter_mut().find(|(c, _, _)| *c == r.command) {
+            Some((_, n, e)) => {
+                *n += 1;
+                *e += error;
+            }
+            None => self.commands.push((r.command, 1, error)),
+        }
+    }
+
+    /// `(command name, count, errors)`.
+    pub fn by_command(&self) -> impl Iterator<Item = (&'static str, u64, u64)> + '_ {
+        self.commands.iter().map(|&(c, n, e)| (command::name(c), n, e))
+    }
+}

@@ -1,0 +1,340 @@
+//! The relay-side recorder: one per connection, on the forwarding path. It
+//! timestamps what the state machine reports, fingerprints SQL as commands
+//! arrive, attributes prepared-statement traffic to the SQL that was
+//! prepared, and emits one [`CommandRecord`] per command — never waiting.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use tokio::time::Instant;
+
+use super::{micros, CommandRecord, Event, EventSink, LiveConnection, Values};
+use crate::fingerprint::{hash_value, FingerprintId, Fingerprinter, Limit, StatementKind};
+use crate::protocol::binary::execute_params;
+use crate::protocol::constants::command::{self, *};
+use crate::protocol::packets::u32_at;
+use crate::protocol::handshake::HandshakeResponse41;
+use crate::protocol::session::CONNECT;
+use crate::protocol::{CommandPacket, Observer, Summary};
+use crate::relay::pump::{Direction, Tap};
+
+/// Normalised texts a connection keeps at hand, so a repeated statement
+/// costs a refcount, not an allocation. Cleared when full.
+const TEXT_CACHE: usize = 512;
+/// Prepared statements tracked per connection; a client leaking more than
+/// this gets its executions attributed to "unknown statement".
+const MAX_STATEMENTS: usize = 4096;
+/// MariaDB's "the statement I just prepared" id, for pipelined prepare+execute.
+const LAST_PREPARED: u32 = u32::MAX;
+/// Longest literal example kept (`report.examples`).
+const MAX_EXAMPLE: usize = 1024;
+
+#[derive(Clone, Debug)]
+struct Statement {
+    fingerprint: FingerprintId,
+    text: Arc<str>,
+    kind: StatementKind,
+    limit: Option<Limit>,
+    params: u16,
+    /// Parameter types from the last execute that sent them.
+    types: Vec<(u8, u8)>,
+}
+
+/// A command sent and not yet answered.
+#[derive(Debug)]
+struct InFlight {
+    record: CommandRecord,
+    /// For COM_STMT_PREPARE: the statement to remember once the server accepts it.
+    prepare: Option<Statement>,
+    /// For COM_INIT_DB, USE, COM_CHANGE_USER: the new schema once it succeeds.
+    schema: Option<Option<Arc<str>>>,
+    user: Option<Arc<str>>,
+}
+
+pub struct Recorder {
+    conn_id: u64,
+    sink: EventSink,
+    live: Arc<LiveConnection>,
+    now: Instant,
+    started_us: Option<u64>,
+    fingerprinter: Fingerprinter,
+    texts: HashMap<FingerprintId, Arc<str>>,
+    statements: HashMap<u32, Statement>,
+    last_prepared: Option<u32>,
+    in_flight: VecDeque<InFlight>,
+    /// Capture literal examples (`report.examples`).
+    examples: bool,
+}
+
+impl Recorder {
+    /// `accepted` is when the client connected: the handshake's record starts there.
+    pub fn new(conn_id: u64, sink: EventSink, live: Arc<LiveConnection>, accepted: Instant, examples: bool) -> Recorder {
+        Recorder {
+            conn_id,
+            sink,
+            live,
+            now: accepted,
+            started_us: Some(micros(accepted)),
+            fingerprinter: Fingerprinter::new(),
+            texts: HashMap::new(),
+            statements: HashMap::new(),
+            last_prepared: None,
+            in_flight: VecDeque::new(),
+            examples,
+        }
+    }
+
+    /// A pseudo-fingerprint for commands that carry no SQL.
+    fn named(&mut self, name: &str) -> (FingerprintId, Arc<str>) {
+        let id = FingerprintId(hash_value(name.as_bytes()));
+        (id, cached(&mut self.texts, id, name).0)
+    }
+
+    fn blank(&mut self, command: u8) -> CommandRecord {
+        let (fingerprint, text) = self.named(command::name(command));
+        let request_us = self.started_us.take().unwrap_or_else(|| micros(self.now));
+        CommandRecord {
+            conn_id: self.conn_id,
+            command,
+            fingerprint,
+            text,
+            kind: StatementKind::Other,
+            request_us,
+            first_byte_us: None,
+            last_byte_us: request_us,
+            round_trips: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            rows: 0,
+            columns: 0,
+            affected_rows: 0,
+            warnings: 0,
+            error: None,
+            statement: None,
+            fetch_rows: 0,
+            cursor: false,
+            values: Values::default(),
+            limit: None,
+            rows_in_values: 0,
+            trace: None,
+            example: None,
+        }
+    }
+
+    fn statement_id(&self, payload: &[u8]) -> Option<u32> {
+        match u32_at(payload, 0)? {
+            LAST_PREPARED => self.last_prepared,
+            id => Some(id),
+        }
+    }
+
+    /// Fingerprints SQL into `record`; returns the statement facts for a prepare.
+    fn sql(&mut self, record: &mut CommandRecord, sql: &[u8]) -> Statement {
+        let fp = self.fingerprinter.fingerprint(sql);
+        let (id, kind, limit, rows_in_values) = (fp.id, fp.kind, fp.limit, fp.rows_in_values);
+        let trace = fp.trace.and_then(|t| u128::from_str_radix(t, 16).ok());
+        let mut values = Values::default();
+        for &v in fp.values {
+            values.push(v);
+        }
+        let (text, first_time) = cached(&mut self.texts, id, fp.text);
+        if first_time && self.examples {
+            let sql = &sql[..sql.len().min(MAX_EXAMPLE)];
+            record.example = Some(String::from_utf8_lossy(sql).into());
+        }
+        record.fingerprint = id;
+        record.text = text.clone();
+        record.kind = kind;
+        record.limit = limit;
+        record.rows_in_values = rows_in_values;
+        record.trace = trace;
+        record.values = values;
+        Statement { fingerprint: id, text, kind, limit, params: 0, types: Vec::new() }
+    }
+
+    fn attribute_to_statement(&mut self, record: &mut CommandRecord, payload: &[u8]) -> Option<u32> {
+        let id = self.statement_id(payload)?;
+        record.statement = Some(id);
+        if let Some(st) = self.statements.get(&id) {
+            record.fingerprint = st.fingerprint;
+            record.text = st.text.clone();
+            record.kind = st.kind;
+            record.limit = st.limit;
+        } else {
+            let (fingerprint, text) = self.named("unknown prepared statement");
+            record.fingerprint = fingerprint;
+            record.text = text;
+        }
+        Some(id)
+    }
+}
+
+/// The shared copy of a normalised text; allocates only the first time a
+/// connection sees it. A free function over the cache alone, so it can be
+/// called while the fingerprinter's scratch is still borrowed.
+/// Also says whether this was the first time (a cache miss).
+fn cached(texts: &mut HashMap<FingerprintId, Arc<str>>, id: FingerprintId, text: &str) -> (Arc<str>, bool) {
+    if let Some(t) = texts.get(&id) {
+        return (t.clone(), false);
+    }
+    if texts.len() >= TEXT_CACHE {
+        texts.clear();
+    }
+    let t: Arc<str> = Arc::from(text);
+    texts.insert(id, t.clone());
+    (t, true)
+}
+
+fn cstr(buf: &[u8]) -> (&[u8], &[u8]) {
+    match buf.iter().position(|&b| b == 0) {
+        Some(nul) => (&buf[..nul], &buf[nul + 1..]),
+        None => (buf, &[]),
+    }
+}
+
+fn arc_text(bytes: &[u8]) -> Arc<str> {
+    Arc::from(String::from_utf8_lossy(bytes).as_ref())
+}
+
+/// The schema named by `USE db` (backticks and a trailing `;` removed).
+fn use_target(sql: &[u8]) -> Option<Arc<str>> {
+    let text = std::str::from_utf8(sql).ok()?.trim();
+    let rest = text.get(..4).filter(|k| k.eq_ignore_ascii_case("use "))?;
+    let name = text[rest.len()..].trim().trim_end_matches(';').trim().trim_matches('`');
+    (!name.is_empty()).then(|| Arc::from(name))
+}
+
+impl Observer for Recorder {
+    fn command_started(&mut self, command: u8) {
+        let us = micros(self.now);
+        self.started_us = Some(us);
+        if self.in_flight.is_empty() {
+            self.live.current_command.store(u64::from(command) + 1, Ordering::Relaxed);
+            self.live.current_since_us.store(us, Ordering::Relaxed);
+        }
+    }
+
+    fn command(&mut self, c: &CommandPacket<'_>) {
+        let mut record = self.blank(c.command);
+        let (mut prepare, mut schema, mut user) = (None, None, None);
+        match c.command {
+            COM_QUERY => {
+                self.sql(&mut record, c.payload);
+                if record.kind == StatementKind::Other && record.text.starts_with("use ") {
+                    schema = use_target(c.payload).map(Some);
+                }
+            }
+            COM_STMT_PREPARE => prepare = Some(self.sql(&mut record, c.payload)),
+            COM_STMT_EXECUTE => {
+                if let Some(id) = self.attribute_to_statement(&mut record, c.payload) {
+                    record.cursor = c.payload.get(4).is_some_and(|flags| flags & 0x07 != 0);
+                    if let Some(st) = self.statements.get_mut(&id) {
+                        let mut values = Values::default();
+                        execute_params(c.payload, usize::from(st.params), &mut st.types, |p| {
+                            values.push(p.canonical().map(hash_value).unwrap_or(0));
+                        });
+                        record.values = values;
+                    }
+                }
+            }
+            COM_STMT_FETCH => {
+                self.attribute_to_statement(&mut record, c.payload);
+                record.fetch_rows = u32_at(c.payload, 4).unwrap_or(0);
+            }
+            COM_STMT_CLOSE | COM_STMT_RESET | COM_STMT_SEND_LONG_DATA => {
+                self.attribute_to_statement(&mut record, c.payload);
+            }
+            COM_INIT_DB => schema = Some(Some(arc_text(c.payload))),
+            COM_CHANGE_USER => {
+                let (name, rest) = cstr(c.payload);
+                user = Some(arc_text(name));
+                // auth data (1-byte length with CLIENT_SECURE_CONNECTION), then the schema.
+                let db = rest.split_first().and_then(|(&n, r)| r.get(usize::from(n)..)).map(|r| cstr(r).0);
+                schema = Some(db.filter(|s| !s.is_empty()).map(arc_text));
+            }
+            _ => {}
+        }
+        self.in_flight.push_back(InFlight { record, prepare, schema, user });
+    }
+
+    fn response_started(&mut self) {
+        let us = micros(self.now);
+        if let Some(front) = self.in_flight.front_mut() {
+            front.record.first_byte_us = Some(us);
+        }
+    }
+
+    fn finished(&mut self, s: &Summary) {
+        let Some(InFlight { mut record, prepare, schema, user }) = self.in_flight.pop_front() else { return };
+        let ok = s.error.is_none();
+        record.last_byte_us = micros(self.now).max(record.request_us);
+        // Connection setup also paid the upstream TCP handshake and greeting.
+        record.round_trips = s.round_trips + u32::from(record.command == CONNECT);
+        record.bytes_up = s.bytes_up;
+        record.bytes_down = s.bytes_down;
+        record.rows = s.rows;
+        record.columns = s.columns;
+        record.affected_rows = s.affected_rows;
+        record.warnings = s.warnings;
+        record.error = s.error.map(|e| e.code);
+        match record.command {
+            COM_STMT_PREPARE if ok => {
+                if let (Some(mut st), Some(announced)) = (prepare, s.statement) {
+                    st.params = announced.params;
+                    record.statement = Some(announced.id);
+                    if self.statements.len() < MAX_STATEMENTS || self.statements.contains_key(&announced.id) {
+                        self.statements.insert(announced.id, st);
+                    }
+                    self.last_prepared = Some(announced.id);
+                }
+            }
+            COM_STMT_CLOSE => {
+                if let Some(id) = record.statement {
+                    self.statements.remove(&id);
+                }
+            }
+            COM_RESET_CONNECTION | COM_CHANGE_USER if ok => {
+                self.statements.clear();
+                self.last_prepared = None;
+            }
+            _ => {}
+        }
+        if ok && (schema.is_some() || user.is_some()) {
+            self.sink.send(Event::Schema { conn_id: self.conn_id, schema: schema.flatten(), user });
+        }
+        if self.in_flight.is_empty() {
+            self.live.current_command.store(0, Ordering::Relaxed);
+        }
+        if record.command != COM_QUIT {
+            self.sink.send(Event::Command(record));
+        }
+    }
+}
+
+impl Tap for Recorder {
+    fn arrived(&mut self, _direction: Direction, now: Instant, _len: usize) {
+        self.now = now;
+    }
+
+    fn handshake(&mut self, client: SocketAddr, response: &HandshakeResponse41) {
+        self.sink.send(Event::Connected {
+            conn_id: self.conn_id,
+            client,
+            user: Arc::from(response.user.as_str()),
+            schema: response.schema.as_deref().map(Arc::from),
+            at_us: self.started_us.unwrap_or_else(|| micros(self.now)),
+            live: self.live.clone(),
+        });
+    }
+}
+
+impl Recorder {
+    /// The connection ended.
+    pub fn closed(&mut self) {
+        self.live.current_command.store(0, Ordering::Relaxed);
+        self.sink.send(Event::Closed { conn_id: self.conn_id, at_us: micros(Instant::now()) });
+    }
+
+}
