@@ -1,7 +1,7 @@
 //! Test harness: a private MariaDB server, rttscope started in-process
 //! against it, and (for link tests) a WAN emulator.
 
-pub mod clients;
+pub mod counting;
 pub mod mariadb;
 pub mod process;
 pub mod proxy;

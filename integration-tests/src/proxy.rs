@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 
 use rttscope::admin::AdminState;
 use rttscope::app::Rttscope;
+use rttscope::record::Aggregates;
 use rttscope::relay::RelayStats;
 use rttscope_config::Config;
 use tokio::sync::oneshot;
@@ -76,6 +77,20 @@ impl TestProxy {
     /// What the admin API serves, for tests that read it directly.
     pub fn state(&self) -> &AdminState {
         &self.state
+    }
+
+    /// Polls the aggregates until `check` finds what it wants (records are
+    /// applied by the collector a moment after the client saw its result).
+    /// Panics with `what` after 10 s.
+    pub fn wait_for<T>(&self, what: &str, check: impl Fn(&Aggregates) -> Option<T>) -> T {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            if let Some(found) = check(&self.state.aggregates.lock().expect("aggregates lock")) {
+                return found;
+            }
+            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// Shuts down as on SIGTERM and waits until the proxy has stopped.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use rttscope_config::UpstreamAddr;
+use rttscope_config::{ReportFormat, UpstreamAddr};
 
 /// A MySQL wire-protocol proxy that shows where the time goes when the
 /// database is far away.
@@ -33,5 +33,22 @@ pub enum Command {
     CheckConfig {
         /// The YAML file to check.
         file: PathBuf,
+    },
+    /// Render a report: from a running rttscope's admin API, or from a
+    /// saved JSON report.
+    Report {
+        /// A JSON report written by rttscope (report.path, or /report).
+        #[arg(conflicts_with = "admin")]
+        file: Option<PathBuf>,
+        /// Base URL of a running rttscope's admin API
+        /// [default: the config's admin address, else http://127.0.0.1:6070].
+        #[arg(long, value_name = "URL")]
+        admin: Option<String>,
+        /// Output format.
+        #[arg(long, short, default_value = "text")]
+        format: ReportFormat,
+        /// Write to this file instead of standard output.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
 }

@@ -13,6 +13,7 @@
 pub mod admin;
 pub mod app;
 pub mod cli;
+pub mod commands;
 pub mod fingerprint;
 pub mod protocol;
 pub mod record;

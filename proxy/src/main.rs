@@ -6,13 +6,18 @@ use std::sync::Arc;
 
 use clap::Parser;
 use rttscope::cli::{Cli, Command};
+use rttscope::commands;
 use rttscope::app::Rttscope;
 use rttscope_config::{Config, LogFormat, Overrides};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::CheckConfig { ref file }) => check_config(file),
+        Some(Command::CheckConfig { ref file }) => commands::check_config(file),
+        Some(Command::Report { ref file, ref admin, format, ref output }) => {
+            let admin = admin.clone().unwrap_or_else(|| default_admin_url(&cli));
+            commands::report(file.as_deref(), &admin, format, output.as_deref())
+        }
         None => match load_config(&cli) {
             Ok(config) => serve(config),
             Err(message) => {
@@ -23,21 +28,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn check_config(file: &std::path::Path) -> ExitCode {
-    match Config::load(file) {
-        Ok(config) => {
-            println!("{}: ok", file.display());
-            match serde_yaml::to_string(&config) {
-                Ok(yaml) => print!("{yaml}"),
-                Err(e) => eprintln!("(cannot print the effective config: {e})"),
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("{}", e.with_source_name(&file.display().to_string()));
-            ExitCode::from(2)
-        }
-    }
+/// The admin URL of the config named by `--config`, else the default.
+fn default_admin_url(cli: &Cli) -> String {
+    let admin = load_config(cli).map(|c| c.admin).unwrap_or_else(|_| Config::default().admin);
+    format!("http://{admin}")
 }
 
 fn load_config(cli: &Cli) -> Result<Config, String> {

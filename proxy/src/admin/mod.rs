@@ -3,6 +3,7 @@
 //! It reads what the collector aggregated; nothing here touches the
 //! forwarding path.
 
+pub mod client;
 pub mod metrics;
 
 use std::future::Future;

@@ -307,9 +307,7 @@ impl Observer for Recorder {
         if self.in_flight.is_empty() {
             self.live.current_command.store(0, Ordering::Relaxed);
         }
-        if record.command != COM_QUIT {
-            self.sink.send(Event::Command(record));
-        }
+        self.sink.send(Event::Command(record));
     }
 }
 

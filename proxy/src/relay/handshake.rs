@@ -42,6 +42,7 @@ pub async fn relay_handshake<O: Observer>(
     let mut greeting = HandshakeV10::parse(&payload)?;
     greeting.mask(&mut payload, capability::MASKED);
     write_packet(client, seq, &payload).await.map_err(RelayError::Client)?;
+    let greeting_len = payload.len();
 
     let (seq, mut payload) = read_packet(client, Peer::Client, "handshake response", timeout).await?;
     let mut response = match HandshakeResponse41::parse(&payload) {
@@ -61,7 +62,7 @@ pub async fn relay_handshake<O: Observer>(
     response.mask(&mut payload, capability::MASKED);
     write_packet(upstream, seq, &payload).await.map_err(RelayError::Upstream)?;
     let caps = negotiated(greeting.capabilities, response.capabilities);
-    let session = Session::after_handshake(caps, seq, payload.len(), capture_limit, obs);
+    let session = Session::after_handshake(caps, greeting_len, seq, payload.len(), capture_limit, obs);
     Ok(Some(Established { session, greeting, response }))
 }
 

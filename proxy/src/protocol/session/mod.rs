@@ -174,11 +174,13 @@ pub struct Session {
 }
 
 impl Session {
-    /// State after the handshake response (sequence id `response_seq`,
-    /// `response_len` payload bytes) has been forwarded: the auth exchange
-    /// runs as the pseudo-command [`CONNECT`].
+    /// State after the greeting (`greeting_len` payload bytes) and the
+    /// handshake response (sequence id `response_seq`, `response_len` payload
+    /// bytes) have been forwarded: the auth exchange runs as the
+    /// pseudo-command [`CONNECT`], which is charged for both.
     pub fn after_handshake<O: Observer>(
         negotiated_caps: u64,
+        greeting_len: usize,
         response_seq: u8,
         response_len: usize,
         capture_limit: usize,
@@ -206,6 +208,7 @@ impl Session {
             complete: true,
         });
         session.begin_front();
+        session.summary.bytes_down = 4 + greeting_len as u64;
         obs.command(&CommandPacket { command: CONNECT, payload: &[], len: response_len as u64 });
         session
     }
@@ -282,7 +285,8 @@ impl Session {
         self.client_mode = ClientMode::Command;
         if let Some(front) = self.pending.front() {
             self.summary.command = front.command;
-            self.summary.round_trips = 1;
+            // A command without a reply is sent, not exchanged.
+            self.summary.round_trips = u32::from(front.resp != Resp::None);
             if matches!(front.command, CONNECT | COM_CHANGE_USER) {
                 self.client_mode = ClientMode::Auth;
             }
@@ -302,7 +306,6 @@ impl Session {
                 break;
             }
             self.summary.bytes_up = next.bytes_up;
-            self.summary.round_trips = 0;
             self.pending.pop_front();
             obs.finished(&self.summary);
             self.begin_front();

@@ -42,7 +42,7 @@ impl Conn {
     /// A connection whose handshake response (seq 1) has just gone upstream.
     fn new(caps: u64) -> Conn {
         let mut log = Log::default();
-        let session = Session::after_handshake(caps, 1, 100, 1024, &mut log);
+        let session = Session::after_handshake(caps, 80, 1, 100, 1024, &mut log);
         Conn { session, log, client: PacketScanner::new(), upstream: PacketScanner::new() }
     }
 
@@ -124,7 +124,8 @@ fn connect_is_recorded_as_a_command() {
     conn.server(&[vec![0x07, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0]]).unwrap();
     assert_eq!(conn.log.finished.len(), 1);
     let s = &conn.log.finished[0];
-    assert_eq!((s.command, s.round_trips, s.bytes_up, s.bytes_down), (CONNECT, 1, 104, 11));
+    // Charged for the greeting (80 + 4) and the auth OK (11) it received.
+    assert_eq!((s.command, s.round_trips, s.bytes_up, s.bytes_down), (CONNECT, 1, 104, 84 + 11));
     assert!(conn.session.is_idle());
 }
 
@@ -266,10 +267,11 @@ fn no_reply_commands_complete_in_order() {
     conn.client(&[query("do 1"), pkt(0, &[COM_STMT_CLOSE, 1, 0, 0, 0])]).unwrap();
     assert_eq!(conn.log.finished.len(), 0);
     conn.server(&[ok(1, 0, 2)]).unwrap();
-    let commands: Vec<u8> = conn.log.finished.iter().map(|s| s.command).collect();
-    assert_eq!(commands, vec![COM_QUERY, COM_STMT_CLOSE]);
+    let commands: Vec<(u8, u32)> = conn.log.finished.iter().map(|s| (s.command, s.round_trips)).collect();
+    assert_eq!(commands, vec![(COM_QUERY, 1), (COM_STMT_CLOSE, 0)]);
     conn.client(&[pkt(0, &[COM_STMT_CLOSE, 2, 0, 0, 0])]).unwrap();
     assert_eq!(conn.log.finished.len(), 3);
+    assert_eq!(conn.log.finished[2].round_trips, 0, "a command without a reply is no round trip");
     assert!(conn.session.is_idle());
 }
 
