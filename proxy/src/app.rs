@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
+use crate::findings::{FindingsConsumer, FindingsEngine};
 use crate::record::{micros, Aggregates, Collector, EventSink};
 use crate::relay::Proxy;
 
@@ -32,8 +33,16 @@ impl Rttscope {
         let events = config.record.enabled.then_some(sink);
         let proxy = Proxy::bind(config.clone(), events).await?;
         let admin = TcpListener::bind(config.admin).await.map_err(|e| io::Error::new(e.kind(), format!("admin API on {}: {e}", config.admin)))?;
-        let state = Arc::new(AdminState { config: config.clone(), aggregates: aggregates.clone(), relay: proxy.stats(), dropped });
-        let collector = Collector::new(rx, aggregates);
+        let findings = Arc::new(Mutex::new(FindingsEngine::new(config.findings.clone())));
+        let state = Arc::new(AdminState {
+            config: config.clone(),
+            aggregates: aggregates.clone(),
+            findings: findings.clone(),
+            relay: proxy.stats(),
+            dropped,
+        });
+        let mut collector = Collector::new(rx, aggregates);
+        collector.add_consumer(Box::new(FindingsConsumer(findings)));
         Ok(Rttscope { config, proxy, admin, collector, state })
     }
 

@@ -14,6 +14,7 @@ pub mod admin;
 pub mod app;
 pub mod cli;
 pub mod commands;
+pub mod findings;
 pub mod fingerprint;
 pub mod protocol;
 pub mod record;

@@ -19,6 +19,7 @@ use rttscope_config::{Config, ReportFormat};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
+use crate::findings::FindingsEngine;
 use crate::protocol::constants::command;
 use crate::record::{micros, Aggregates};
 use crate::relay::RelayStats;
@@ -29,6 +30,7 @@ use metrics::MetricsWriter;
 pub struct AdminState {
     pub config: Arc<Config>,
     pub aggregates: Arc<Mutex<Aggregates>>,
+    pub findings: Arc<Mutex<FindingsEngine>>,
     pub relay: Arc<RelayStats>,
     pub dropped: Arc<AtomicU64>,
 }
@@ -40,11 +42,19 @@ impl AdminState {
         self.aggregates.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn findings(&self) -> MutexGuard<'_, FindingsEngine> {
+        self.findings.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// A report of everything recorded so far.
     pub fn report(&self) -> Report {
         let now = micros(tokio::time::Instant::now());
-        let extras = Extras { events_dropped: self.dropped.load(Ordering::Relaxed), ..Extras::default() };
-        Report::build(&self.aggregates(), now, extras)
+        // Lock order: aggregates, then findings. The collector never holds both.
+        let aggregates = self.aggregates();
+        let conn_time = |id: u64| aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
+        let findings = self.findings().report(0, &conn_time);
+        let extras = Extras { events_dropped: self.dropped.load(Ordering::Relaxed), findings, ..Extras::default() };
+        Report::build(&aggregates, now, &self.config.findings.scenarios, extras)
     }
 
     /// The Prometheus exposition.
@@ -67,11 +77,15 @@ impl AdminState {
         w.histogram("rttscope_query_first_byte_seconds", "Time from a command's first byte to the first byte of its response (server time plus one round trip).", &m.first_byte_seconds);
         w.histogram("rttscope_result_bytes", "Bytes in each response.", &m.result_bytes);
         w.gauge("rttscope_statement_classes", "Statement fingerprints tracked in the current window.", a.queries().len() as f64);
+        drop(a);
+        let f = self.findings();
+        w.labelled_counter("rttscope_findings_total", "Query-pattern occurrences found, by kind.", "kind", f.counts.iter().map(|(k, n)| (*k, *n)));
         w.finish()
     }
 
     fn reset(&self) {
         self.aggregates().reset(micros(tokio::time::Instant::now()));
+        self.findings().reset();
     }
 }
 

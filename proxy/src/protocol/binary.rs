@@ -26,6 +26,8 @@ use types::*;
 
 /// Flag on a parameter type: the integer is unsigned.
 const UNSIGNED: u8 = 0x80;
+/// Flag on a column definition: the integer is unsigned.
+pub const UNSIGNED_FLAG: u16 = 0x20;
 
 /// One parameter of an execute, as far as it could be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +80,45 @@ fn int_text(value: i128) -> Param<'static> {
     Param::Int { buf, len: len as u8 }
 }
 
+/// Reads one binary-protocol value of type `ty` from the front of `buf`;
+/// returns it and the rest, or `None` if `buf` is too short.
+pub fn read_value(ty: u8, unsigned: bool, buf: &[u8]) -> Option<(Param<'_>, &[u8])> {
+    let int = |n: usize| -> Option<(Param<'static>, &[u8])> {
+        let (b, rest) = split(buf, n)?;
+        let mut le = [0u8; 8];
+        le[..n].copy_from_slice(b);
+        let raw = u64::from_le_bytes(le);
+        let value = if unsigned {
+            i128::from(raw)
+        } else {
+            // Sign-extend from n bytes.
+            let shift = 64 - 8 * n as u32;
+            i128::from(((raw << shift) as i64) >> shift)
+        };
+        Some((int_text(value), rest))
+    };
+    match ty {
+        MYSQL_TYPE_TINY => int(1),
+        MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => int(2),
+        MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 => int(4),
+        MYSQL_TYPE_LONGLONG => int(8),
+        MYSQL_TYPE_FLOAT => split(buf, 4).map(|(_, r)| (Param::Other, r)),
+        MYSQL_TYPE_DOUBLE => split(buf, 8).map(|(_, r)| (Param::Other, r)),
+        MYSQL_TYPE_NULL => Some((Param::Null, buf)),
+        MYSQL_TYPE_DATE | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIME => {
+            // A length byte, then that many bytes.
+            let (&n, r) = buf.split_first()?;
+            split(r, usize::from(n)).map(|(_, r)| (Param::Other, r))
+        }
+        // Everything else travels as a length-encoded string.
+        _ => {
+            let (n, width) = lenenc_int(buf)?;
+            let n = usize::try_from(n).ok()?;
+            split(buf.get(width..)?, n).map(|(bytes, r)| (Param::Bytes(bytes), r))
+        }
+    }
+}
+
 /// Reads the parameters of a `COM_STMT_EXECUTE` payload (command byte
 /// excluded). `count` comes from the statement's prepare response; `types`
 /// holds the types from the last execute that sent them and is updated when
@@ -107,66 +148,47 @@ pub fn execute_params<'a>(payload: &'a [u8], count: usize, types: &mut Vec<(u8, 
             each(Param::Null);
             continue;
         }
-        let unsigned = flags & UNSIGNED != 0;
-        let fixed = |n: usize, rest: &'a [u8]| split(rest, n);
-        let (param, after) = match ty {
-            MYSQL_TYPE_TINY => match fixed(1, rest) {
-                Some((b, r)) => (int_text(if unsigned { i128::from(b[0]) } else { i128::from(b[0] as i8) }), r),
-                None => return,
-            },
-            MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => match fixed(2, rest) {
-                Some((b, r)) => {
-                    let v = u16::from_le_bytes([b[0], b[1]]);
-                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i16) }), r)
-                }
-                None => return,
-            },
-            MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 => match fixed(4, rest) {
-                Some((b, r)) => {
-                    let v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i32) }), r)
-                }
-                None => return,
-            },
-            MYSQL_TYPE_LONGLONG => match fixed(8, rest) {
-                Some((b, r)) => {
-                    let mut le = [0u8; 8];
-                    le.copy_from_slice(b);
-                    let v = u64::from_le_bytes(le);
-                    (int_text(if unsigned { i128::from(v) } else { i128::from(v as i64) }), r)
-                }
-                None => return,
-            },
-            MYSQL_TYPE_FLOAT => match fixed(4, rest) {
-                Some((_, r)) => (Param::Other, r),
-                None => return,
-            },
-            MYSQL_TYPE_DOUBLE => match fixed(8, rest) {
-                Some((_, r)) => (Param::Other, r),
-                None => return,
-            },
-            MYSQL_TYPE_NULL => (Param::Null, rest),
-            MYSQL_TYPE_DATE | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIME => {
-                // A length byte, then that many bytes.
-                let Some((&n, r)) = rest.split_first() else { return };
-                match split(r, usize::from(n)) {
-                    Some((_, r)) => (Param::Other, r),
-                    None => return,
-                }
-            }
-            // Everything else travels as a length-encoded string.
-            _ => {
-                let Some((n, width)) = lenenc_int(rest) else { return };
-                let Some(r) = rest.get(width..) else { return };
-                let Ok(n) = usize::try_from(n) else { return };
-                match split(r, n) {
-                    Some((bytes, r)) => (Param::Bytes(bytes), r),
-                    None => return,
-                }
-            }
-        };
+        let Some((param, after)) = read_value(ty, flags & UNSIGNED != 0, rest) else { return };
         each(param);
         rest = after;
+    }
+}
+
+/// Reads the first values of a binary-protocol row (`0x00`, a NULL bitmap
+/// offset by 2 bits, then the non-NULL values). `columns` are the result's
+/// `(type, unsigned)`; stops at `max` values or where the prefix runs out.
+pub fn binary_row<'a>(row: &'a [u8], columns: &[(u8, bool)], max: usize, mut each: impl FnMut(Param<'a>)) {
+    let Some(rest) = row.get(1..) else { return };
+    let Some((bitmap, mut rest)) = split(rest, (columns.len() + 7 + 2) / 8) else { return };
+    for (i, &(ty, unsigned)) in columns.iter().enumerate().take(max) {
+        let bit = i + 2;
+        if bitmap[bit / 8] & (1 << (bit % 8)) != 0 {
+            each(Param::Null);
+            continue;
+        }
+        let Some((value, after)) = read_value(ty, unsigned, rest) else { return };
+        each(value);
+        rest = after;
+    }
+}
+
+/// Reads the first values of a text-protocol row: length-encoded strings,
+/// `0xFB` for NULL. Stops at `max` values or where the prefix runs out.
+pub fn text_row<'a>(row: &'a [u8], max: usize, mut each: impl FnMut(Param<'a>)) {
+    let mut rest = row;
+    for _ in 0..max {
+        match rest.first() {
+            None => return,
+            Some(0xFB) => {
+                each(Param::Null);
+                rest = &rest[1..];
+            }
+            Some(_) => {
+                let Some((value, after)) = read_value(0xFD, false, rest) else { return };
+                each(value);
+                rest = after;
+            }
+        }
     }
 }
 
@@ -201,6 +223,29 @@ mod tests {
         again.extend_from_slice(&(-7i64).to_le_bytes());
         again.extend_from_slice(&7u32.to_le_bytes());
         assert_eq!(collect(&again, 4, &mut types), vec![Some(b"-7".to_vec()), None, None, Some(b"7".to_vec())]);
+    }
+
+    #[test]
+    fn rows_in_both_protocols_give_the_same_text() {
+        // Text row: "10001", NULL, "Georgi".
+        let text = [5, b'1', b'0', b'0', b'0', b'1', 0xFB, 6, b'G', b'e', b'o', b'r', b'g', b'i'];
+        let mut got = Vec::new();
+        text_row(&text, 4, |p| got.push(p.canonical().map(<[u8]>::to_vec)));
+        assert_eq!(got, vec![Some(b"10001".to_vec()), None, Some(b"Georgi".to_vec())]);
+        // The same row in the binary protocol: LONG, LONGLONG (NULL), VAR_STRING.
+        let mut binary = vec![0x00, 0b0000_1000];
+        binary.extend_from_slice(&10001i32.to_le_bytes());
+        binary.extend_from_slice(&[6, b'G', b'e', b'o', b'r', b'g', b'i']);
+        let columns = [(MYSQL_TYPE_LONG, false), (MYSQL_TYPE_LONGLONG, false), (0xFD, false)];
+        let mut again = Vec::new();
+        binary_row(&binary, &columns, 4, |p| again.push(p.canonical().map(<[u8]>::to_vec)));
+        assert_eq!(again, got);
+        // Signed and unsigned readings of the same bytes differ as they should.
+        let neg = [0x00, 0, 0xFF];
+        let mut signed = Vec::new();
+        binary_row(&neg, &[(MYSQL_TYPE_TINY, false)], 1, |p| signed.push(p.canonical().map(<[u8]>::to_vec)));
+        binary_row(&neg, &[(MYSQL_TYPE_TINY, true)], 1, |p| signed.push(p.canonical().map(<[u8]>::to_vec)));
+        assert_eq!(signed, vec![Some(b"-1".to_vec()), Some(b"255".to_vec())]);
     }
 
     #[test]

@@ -13,8 +13,10 @@ use super::error::DecodeError;
 
 /// How many leading payload bytes [`FrameSink::start`] sees. Enough for every
 /// fixed-layout field the state machine reads (OK: 23 bytes at most; a
-/// command's statement id and flags; a column count).
-pub const PREFIX_LEN: usize = 64;
+/// command's statement id and flags; a column count), for the type of a
+/// column definition with names of ordinary length, and for the first
+/// values of a row. Lent, not copied, unless it straddles two reads.
+pub const PREFIX_LEN: usize = 128;
 
 /// The consumer of a scanned stream.
 pub trait FrameSink {

@@ -16,4 +16,4 @@ pub mod session;
 
 pub use error::{DecodeError, Peer};
 pub use framing::{FrameSink, PacketScanner};
-pub use session::{CommandPacket, NoObserver, Observer, Session, Summary};
+pub use session::{ColumnOf, CommandPacket, NoObserver, Observer, Session, Summary};

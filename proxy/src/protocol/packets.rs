@@ -80,6 +80,30 @@ pub fn is_terminator(first: u8, len: usize, deprecate_eof: bool) -> bool {
     first == header::EOF && if deprecate_eof { len < MAX_PAYLOAD_LEN } else { len < 9 }
 }
 
+/// The type and flags of a column definition (`Protocol::ColumnDefinition41`):
+/// six length-encoded names, MariaDB's optional extended type info, then
+/// `0x0c` and the fixed fields. `None` when the prefix ends first (very long
+/// names): a missing type only means a row is not sampled.
+pub fn column_type(prefix: &[u8]) -> Option<(u8, u16)> {
+    let mut at = 0;
+    for _ in 0..6 {
+        let (len, width) = lenenc_int(prefix.get(at..)?)?;
+        at += width + usize::try_from(len).ok()?;
+    }
+    if *prefix.get(at)? != 0x0c {
+        // MariaDB extended type info: a length-encoded blob before the fixed fields.
+        let (len, width) = lenenc_int(prefix.get(at..)?)?;
+        at += width + usize::try_from(len).ok()?;
+        if *prefix.get(at)? != 0x0c {
+            return None;
+        }
+    }
+    // 0x0c, charset (2), column length (4), type (1), flags (2).
+    let ty = *prefix.get(at + 7)?;
+    let flags = u16_at(prefix, at + 8)?;
+    Some((ty, flags))
+}
+
 /// The error code and SQL state of an ERR packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErrPacket {
@@ -159,6 +183,19 @@ mod tests {
         assert!(is_terminator(0xFE, 200, true));
         assert!(!is_terminator(0xFE, MAX_PAYLOAD_LEN, true));
         assert!(!is_terminator(0x00, 5, true));
+    }
+
+    #[test]
+    fn column_definition_type() {
+        // Captured from MariaDB 10.11: column "1", type LONG (0x03), flags 0x0081.
+        let def = [3, b'd', b'e', b'f', 0, 0, 0, 1, b'1', 0, 0x0c, 0x3f, 0, 1, 0, 0, 0, 3, 0x81, 0, 0, 0, 0];
+        assert_eq!(column_type(&def), Some((3, 0x81)));
+        assert_eq!(column_type(&def[..15]), None);
+        // With a (MariaDB) extended-type-info blob before the fixed fields.
+        let mut ext = def[..10].to_vec();
+        ext.extend_from_slice(&[4, 0, 2, b'{', b'}']);
+        ext.extend_from_slice(&def[10..]);
+        assert_eq!(column_type(&ext), Some((3, 0x81)));
     }
 
     #[test]

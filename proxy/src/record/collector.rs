@@ -7,9 +7,10 @@ use tokio::sync::mpsc;
 
 use super::{Aggregates, Event};
 
-/// Something else that wants every event, in order (a detector).
+/// Something else that wants every event, in order (a detector). Gets
+/// them a batch at a time, so it can take its own lock once per batch.
 pub trait Consumer: Send {
-    fn event(&mut self, event: &Event);
+    fn events(&mut self, batch: &[Event]);
 }
 
 pub struct Collector {
@@ -42,9 +43,7 @@ impl Collector {
                 }
             }
             for consumer in &mut self.consumers {
-                for event in &batch {
-                    consumer.event(event);
-                }
+                consumer.events(&batch);
             }
             batch.clear();
         }

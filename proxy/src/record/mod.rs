@@ -96,6 +96,9 @@ pub struct CommandRecord {
     /// The SQL with its literals, the first time a connection runs a
     /// statement, only when `report.examples` is on.
     pub example: Option<Box<str>>,
+    /// Hashes of key-like values (leading columns of the first rows) of a
+    /// multi-row result: a possible parent of an N+1 loop.
+    pub sample: Option<Box<[u64]>>,
 }
 
 impl CommandRecord {

@@ -12,12 +12,16 @@ use tokio::time::Instant;
 
 use super::{micros, CommandRecord, Event, EventSink, LiveConnection, Values};
 use crate::fingerprint::{hash_value, FingerprintId, Fingerprinter, Limit, StatementKind};
-use crate::protocol::binary::execute_params;
+use crate::protocol::binary::{binary_row, execute_params, text_row, Param, UNSIGNED_FLAG};
 use crate::protocol::constants::command::{self, *};
 use crate::protocol::packets::u32_at;
 use crate::protocol::handshake::HandshakeResponse41;
 use crate::protocol::session::CONNECT;
-use crate::protocol::{CommandPacket, Observer, Summary};
+use crate::protocol::{ColumnOf, CommandPacket, Observer, Summary};
+
+/// Marks a column whose type could not be read (long names past the
+/// prefix); `MYSQL_TYPE_NULL` never describes a real result column.
+const MYSQL_TYPE_NULL_MARKER: u8 = crate::protocol::binary::types::MYSQL_TYPE_NULL;
 use crate::relay::pump::{Direction, Tap};
 
 /// Normalised texts a connection keeps at hand, so a repeated statement
@@ -40,6 +44,10 @@ struct Statement {
     params: u16,
     /// Parameter types from the last execute that sent them.
     types: Vec<(u8, u8)>,
+    /// Result column types (`type`, unsigned), from the prepare or the last
+    /// execute that sent metadata: fetches and cached-metadata executes
+    /// send rows without it.
+    columns: Vec<(u8, bool)>,
 }
 
 /// A command sent and not yet answered.
@@ -66,7 +74,28 @@ pub struct Recorder {
     in_flight: VecDeque<InFlight>,
     /// Capture literal examples (`report.examples`).
     examples: bool,
+    sample: RowSample,
 }
+
+/// Rows sampled from each response, for linking an N+1 loop to the query
+/// whose results it iterates. Bounded: a few values of a few rows.
+#[derive(Debug, Default)]
+struct RowSample {
+    /// Column types of the first result set, when known.
+    columns: Vec<(u8, bool)>,
+    /// Columns of a statement being prepared.
+    prepared: Vec<(u8, bool)>,
+    result_sets: u32,
+    rows: usize,
+    hashes: Vec<u64>,
+}
+
+/// Rows sampled per response.
+const SAMPLE_ROWS: usize = 64;
+/// Leading columns sampled per row.
+const SAMPLE_COLUMNS: usize = 4;
+/// Longer values are not keys.
+const SAMPLE_MAX_VALUE: usize = 40;
 
 impl Recorder {
     /// `accepted` is when the client connected: the handshake's record starts there.
@@ -83,6 +112,7 @@ impl Recorder {
             last_prepared: None,
             in_flight: VecDeque::new(),
             examples,
+            sample: RowSample::default(),
         }
     }
 
@@ -120,6 +150,7 @@ impl Recorder {
             rows_in_values: 0,
             trace: None,
             example: None,
+            sample: None,
         }
     }
 
@@ -151,7 +182,7 @@ impl Recorder {
         record.rows_in_values = rows_in_values;
         record.trace = trace;
         record.values = values;
-        Statement { fingerprint: id, text, kind, limit, params: 0, types: Vec::new() }
+        Statement { fingerprint: id, text, kind, limit, params: 0, types: Vec::new(), columns: Vec::new() }
     }
 
     fn attribute_to_statement(&mut self, record: &mut CommandRecord, payload: &[u8]) -> Option<u32> {
@@ -259,6 +290,50 @@ impl Observer for Recorder {
         self.in_flight.push_back(InFlight { record, prepare, schema, user });
     }
 
+    fn result_set(&mut self, _columns: u32) {
+        self.sample.result_sets += 1;
+        if self.sample.result_sets == 1 {
+            self.sample.columns.clear();
+        }
+    }
+
+    fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
+        let column = type_and_flags.map(|(ty, flags)| (ty, flags & UNSIGNED_FLAG != 0));
+        // An unreadable type leaves a NULL type marker that stops binary sampling there.
+        let column = column.unwrap_or((MYSQL_TYPE_NULL_MARKER, false));
+        match of {
+            ColumnOf::ResultSet if self.sample.result_sets == 1 => self.sample.columns.push(column),
+            ColumnOf::ResultSet => {}
+            ColumnOf::PreparedStatement => self.sample.prepared.push(column),
+        }
+    }
+
+    fn row(&mut self, prefix: &[u8]) {
+        let s = &mut self.sample;
+        if s.result_sets > 1 || s.rows >= SAMPLE_ROWS {
+            return;
+        }
+        s.rows += 1;
+        let Some(front) = self.in_flight.front() else { return };
+        let mut keep = |p: Param<'_>| {
+            if let Some(v) = p.canonical().filter(|v| v.len() <= SAMPLE_MAX_VALUE) {
+                s.hashes.push(hash_value(v));
+            }
+        };
+        if matches!(front.record.command, COM_STMT_EXECUTE | COM_STMT_FETCH) {
+            let columns = if s.columns.is_empty() {
+                front.record.statement.and_then(|id| self.statements.get(&id)).map(|st| st.columns.as_slice()).unwrap_or_default()
+            } else {
+                &s.columns
+            };
+            // Stop at the first column whose type is unknown.
+            let known = columns.iter().take_while(|(ty, _)| *ty != MYSQL_TYPE_NULL_MARKER).count();
+            binary_row(prefix, &columns[..known], SAMPLE_COLUMNS.min(known), &mut keep);
+        } else {
+            text_row(prefix, SAMPLE_COLUMNS, &mut keep);
+        }
+    }
+
     fn response_started(&mut self) {
         let us = micros(self.now);
         if let Some(front) = self.in_flight.front_mut() {
@@ -268,6 +343,16 @@ impl Observer for Recorder {
 
     fn finished(&mut self, s: &Summary) {
         let Some(InFlight { mut record, prepare, schema, user }) = self.in_flight.pop_front() else { return };
+        let sample = std::mem::take(&mut self.sample);
+        if s.rows >= 2 && !sample.hashes.is_empty() {
+            record.sample = Some(sample.hashes.into_boxed_slice());
+        }
+        // Remember result column types for the fetches and cached executes that follow.
+        if let Some(st) = record.statement.and_then(|id| self.statements.get_mut(&id))
+            && !sample.columns.is_empty()
+        {
+            st.columns = sample.columns;
+        }
         let ok = s.error.is_none();
         record.last_byte_us = micros(self.now).max(record.request_us);
         // Connection setup also paid the upstream TCP handshake and greeting.
@@ -283,6 +368,7 @@ impl Observer for Recorder {
             COM_STMT_PREPARE if ok => {
                 if let (Some(mut st), Some(announced)) = (prepare, s.statement) {
                     st.params = announced.params;
+                    st.columns = sample.prepared;
                     record.statement = Some(announced.id);
                     if self.statements.len() < MAX_STATEMENTS || self.statements.contains_key(&announced.id) {
                         self.statements.insert(announced.id, st);

@@ -84,6 +84,14 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(o, "<br><b>Fix:</b> {}</div>", escape(&f.suggestion))?;
     }
 
+    if !r.what_if.is_empty() {
+        writeln!(o, "<h2 id=\"what-if\">What if the database were elsewhere</h2><ul>")?;
+        for w in &r.what_if {
+            writeln!(o, "<li>{}</li>", escape(&w.summary))?;
+        }
+        writeln!(o, "</ul>")?;
+    }
+
     if !r.links.is_empty() {
         writeln!(o, "<h2 id=\"links\">Upstream link</h2>")?;
         for l in &r.links {

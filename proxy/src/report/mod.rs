@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use rttscope_config::Scenario;
+
+use crate::findings::whatif::{project, projections, Measured};
 use crate::protocol::constants::command;
 use crate::record::{Aggregates, ConnectionStats, LatencySummary, QueryStats, OTHER_FINGERPRINT};
 
@@ -32,6 +35,35 @@ pub struct Report {
     pub connections: Vec<ConnectionReport>,
     pub findings: Vec<FindingReport>,
     pub links: Vec<LinkReport>,
+    /// The recording and each connection projected onto each scenario's link.
+    #[serde(default)]
+    pub what_if: Vec<WhatIfReport>,
+}
+
+/// One scenario's projection of the whole recording and of each connection.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfReport {
+    pub scenario: String,
+    pub rtt_us: u64,
+    pub bandwidth_bps: Option<u64>,
+    /// Time in commands, all connections together.
+    pub recording: ProjectedTime,
+    /// Each connection's time in commands.
+    pub connections: Vec<ConnectionProjection>,
+    pub summary: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectedTime {
+    pub observed_us: u64,
+    pub projected_us: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConnectionProjection {
+    pub id: u64,
+    pub observed_us: u64,
+    pub projected_us: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +176,7 @@ pub struct Extras {
 }
 
 impl Report {
-    pub fn build(aggregates: &Aggregates, now_us: u64, extras: Extras) -> Report {
+    pub fn build(aggregates: &Aggregates, now_us: u64, scenarios: &[Scenario], extras: Extras) -> Report {
         let t = aggregates.totals;
         let since = aggregates.since_us;
         let total_time = t.time_us.max(1) as f64;
@@ -175,8 +207,34 @@ impl Report {
             connections,
             findings: extras.findings,
             links: extras.links,
+            what_if: what_if(aggregates, scenarios),
         }
     }
+}
+
+fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
+    let t = a.totals;
+    let recording = Measured { elapsed_us: t.time_us, round_trips: t.round_trips, bytes: t.bytes_up + t.bytes_down, observed_rtt_us: 0 };
+    projections(recording, scenarios, "the recorded work")
+        .into_iter()
+        .map(|p| {
+            let connections = a
+                .connections()
+                .map(|c| {
+                    let m = Measured { elapsed_us: c.latency.sum(), round_trips: c.round_trips, bytes: c.bytes_up + c.bytes_down, observed_rtt_us: 0 };
+                    ConnectionProjection { id: c.id, observed_us: m.elapsed_us, projected_us: project(m, p.rtt_us, p.bandwidth_bps) }
+                })
+                .collect();
+            WhatIfReport {
+                scenario: p.scenario,
+                rtt_us: p.rtt_us,
+                bandwidth_bps: p.bandwidth_bps,
+                recording: ProjectedTime { observed_us: p.observed_us, projected_us: p.projected_us },
+                connections,
+                summary: p.summary,
+            }
+        })
+        .collect()
 }
 
 fn query_report(q: &QueryStats, total_time: f64) -> QueryReport {

@@ -59,6 +59,13 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         }
     }
 
+    if !r.what_if.is_empty() {
+        writeln!(o, "\n# What if the database were elsewhere")?;
+        for w in &r.what_if {
+            writeln!(o, "# {}", w.summary)?;
+        }
+    }
+
     if !r.links.is_empty() {
         writeln!(o, "\n# Upstream link")?;
         for l in &r.links {

@@ -66,23 +66,23 @@ fn com_query_from_the_wire() {
 
 #[test]
 fn every_split_point_gives_the_same_events() {
-    let mut stream = packet(0, &[0x03; 200]);
+    let mut stream = packet(0, &[0x03; 2 * PREFIX_LEN]);
     stream.extend(packet(1, b""));
-    stream.extend(packet(2, &[7; 63]));
-    stream.extend(packet(3, &[8; 65]));
+    stream.extend(packet(2, &[7; PREFIX_LEN - 1]));
+    stream.extend(packet(3, &[8; PREFIX_LEN + 1]));
     let whole = scan_in_chunks(&stream, stream.len(), true).unwrap();
     for chunk in 1..stream.len() {
         assert_eq!(scan_in_chunks(&stream, chunk, true).unwrap(), whole, "chunk size {chunk}");
     }
     assert_eq!(whole.len(), 3 + 2 + 2 + 3);
-    assert_eq!(whole[0], Event::Start { seq: 0, len: 200, prefix: vec![0x03; PREFIX_LEN] });
-    assert_eq!(whole[1], Event::Body(vec![0x03; 200 - PREFIX_LEN]));
+    assert_eq!(whole[0], Event::Start { seq: 0, len: 2 * PREFIX_LEN, prefix: vec![0x03; PREFIX_LEN] });
+    assert_eq!(whole[1], Event::Body(vec![0x03; PREFIX_LEN]));
     assert_eq!(whole[3], Event::Start { seq: 1, len: 0, prefix: vec![] });
 }
 
 #[test]
 fn body_is_withheld_unless_asked() {
-    let stream = packet(0, &[1; 100]);
+    let stream = packet(0, &[1; PREFIX_LEN + 100]);
     let events = scan_in_chunks(&stream, 7, false).unwrap();
     assert_eq!(events.len(), 2);
 }

@@ -76,10 +76,24 @@ pub trait Observer {
     fn command(&mut self, _command: &CommandPacket<'_>) {}
     /// The first packet of the response to the oldest unfinished command.
     fn response_started(&mut self) {}
+    /// A result set begins: its column count arrived.
+    fn result_set(&mut self, _columns: u32) {}
+    /// A column definition: of the current result set, or of a statement
+    /// being prepared. Carries the type and flags when readable.
+    fn column(&mut self, _type_and_flags: Option<(u8, u16)>, _of: ColumnOf) {}
     /// A row of the current result set: the first bytes of its payload.
     fn row(&mut self, _prefix: &[u8]) {}
     /// The oldest unfinished command is complete.
     fn finished(&mut self, _summary: &Summary) {}
+}
+
+/// Whose column a column definition describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnOf {
+    /// The result set now being received.
+    ResultSet,
+    /// The result of a statement being prepared (`COM_STMT_PREPARE`).
+    PreparedStatement,
 }
 
 /// An observer that looks away.

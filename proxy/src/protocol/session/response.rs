@@ -1,10 +1,10 @@
 //! The server's side of the state machine: the grammar of each response,
 //! so the end of every one is known without buffering it.
 
-use super::{AfterDefs, Observer, PreparedStatement, Resp, Session};
-use crate::protocol::constants::{capability::*, command::COM_QUERY, header, status::*, PROGRESS_REPORT_CODE};
+use super::{AfterDefs, ColumnOf, Observer, PreparedStatement, Resp, Session};
+use crate::protocol::constants::{capability::*, command::{COM_QUERY, COM_STMT_PREPARE}, header, status::*, PROGRESS_REPORT_CODE};
 use crate::protocol::error::{DecodeError, Peer};
-use crate::protocol::packets::{is_terminator, lenenc_int, terminator_status, u16_at, u32_at, ErrPacket, OkPacket};
+use crate::protocol::packets::{column_type, is_terminator, lenenc_int, terminator_status, u16_at, u32_at, ErrPacket, OkPacket};
 
 /// What a packet does to the response it belongs to.
 enum Step {
@@ -57,10 +57,16 @@ impl Session {
                 }
                 Step::Finish
             }
-            Resp::ResultStart { infile } => self.result_start(first, p, infile)?,
+            Resp::ResultStart { infile } => self.result_start(first, p, infile, obs)?,
             Resp::Definitions { left, then } => {
                 if !p.starts_with(&COLUMN_DEFINITION_START) {
                     return Err(bad("column definition", "does not start with catalog \"def\""));
+                }
+                match then {
+                    AfterDefs::Rows => obs.column(column_type(p), ColumnOf::ResultSet),
+                    AfterDefs::Done if command == COM_STMT_PREPARE => obs.column(column_type(p), ColumnOf::PreparedStatement),
+                    // Parameter definitions of a prepare.
+                    _ => {}
                 }
                 if left > 1 { Step::Continue(Resp::Definitions { left: left - 1, then }) } else { self.after_definitions(then) }
             }
@@ -177,7 +183,7 @@ impl Session {
         }
     }
 
-    fn result_start(&mut self, first: u8, p: &[u8], infile: bool) -> Result<Step, DecodeError> {
+    fn result_start<O: Observer>(&mut self, first: u8, p: &[u8], infile: bool, obs: &mut O) -> Result<Step, DecodeError> {
         Ok(match first {
             header::OK => {
                 let status = self.ok(p)?;
@@ -205,6 +211,7 @@ impl Session {
                 if self.summary.columns == 0 {
                     self.summary.columns = count as u32;
                 }
+                obs.result_set(count as u32);
                 // MariaDB may skip metadata the client has cached; a flag says which.
                 let metadata = !self.has(MARIADB_CLIENT_CACHE_METADATA) || p.get(width).is_none_or(|&f| f != 0);
                 if metadata {

@@ -29,6 +29,7 @@ fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandR
         rows_in_values: 0,
         trace: None,
         example: None,
+        sample: None,
     }
 }
 

@@ -1,0 +1,179 @@
+//! The query patterns of the background article, through real clients:
+//! the salary loop (text and prepared), the same data by one JOIN, a loop
+//! spread over a pool but tagged with one traceparent, LIMIT/OFFSET paging,
+//! and the what-if arithmetic.
+
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+use rttscope::report::{FindingReport, Report};
+use rttscope_config::{HumanDuration, Scenario};
+use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
+use rttscope_integration_tests::proxy::{test_config, TestProxy};
+
+const EMPLOYEES: u32 = 1000;
+
+async fn connect(proxy: &TestProxy) -> Conn {
+    Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await.expect("connect")
+}
+
+/// The article's schema, in its own tables per test so tests can run at once.
+async fn employees(conn: &mut Conn, prefix: &str) {
+    conn.query_drop(format!(
+        "CREATE OR REPLACE TABLE {prefix}_employees (emp_no INT PRIMARY KEY, first_name VARCHAR(14), last_name VARCHAR(16))"
+    ))
+    .await
+    .unwrap();
+    conn.query_drop(format!(
+        "INSERT INTO {prefix}_employees SELECT 10000 + seq, CONCAT('first', seq), CONCAT('last', seq) FROM seq_1_to_{EMPLOYEES}"
+    ))
+    .await
+    .unwrap();
+    conn.query_drop(format!("CREATE OR REPLACE TABLE {prefix}_salaries (emp_no INT PRIMARY KEY, salary INT)")).await.unwrap();
+    conn.query_drop(format!("INSERT INTO {prefix}_salaries SELECT 10000 + seq, 40000 + seq FROM seq_1_to_{EMPLOYEES}")).await.unwrap();
+}
+
+fn report(proxy: &TestProxy) -> Report {
+    proxy.state().report()
+}
+
+fn findings_of<'a>(r: &'a Report, kind: &str) -> Vec<&'a FindingReport> {
+    r.findings.iter().filter(|f| f.kind == kind).collect()
+}
+
+/// Waits until the collector has seen a statement `n` times, then reports.
+fn report_after(proxy: &TestProxy, text: &str, n: u64) -> Report {
+    proxy.wait_for(text, |a| a.queries().iter().any(|q| q.text.as_ref() == text && q.count >= n).then_some(()));
+    report(proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_salary_loop_is_flagged_with_its_parent() {
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    employees(&mut conn, "nplus").await;
+    let staff: Vec<(u32, String)> = conn.query("SELECT emp_no, first_name FROM nplus_employees").await.unwrap();
+    for (emp_no, _) in &staff {
+        let _: Option<u32> = conn.query_first(format!("SELECT salary FROM nplus_salaries WHERE emp_no = {emp_no}")).await.unwrap();
+    }
+    let r = report_after(&proxy, "select salary from nplus_salaries where emp_no = ?", 1000);
+    let loops = findings_of(&r, "n_plus_one");
+    assert_eq!(loops.len(), 1, "{:#?}", r.findings);
+    let f = loops[0];
+    assert_eq!(f.round_trips, 1001, "1,000 children and their parent");
+    assert_eq!(f.evidence["executions"], 1000);
+    assert_eq!(f.evidence["parent_statement"], "select emp_no, first_name from nplus_employees");
+    assert!(f.evidence["share_of_connection_time"].as_f64().unwrap() > 0.3, "{}", f.evidence);
+    assert!(f.suggestion.contains("JOIN"));
+    assert!(findings_of(&r, "chatty_session").is_empty(), "the loop explains the small round trips: {:#?}", r.findings);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_loop_with_prepared_statements() {
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    employees(&mut conn, "prep").await;
+    let staff: Vec<u32> = conn.exec("SELECT emp_no FROM prep_employees WHERE emp_no > ?", (0,)).await.unwrap();
+    let child = conn.prep("SELECT salary FROM prep_salaries WHERE emp_no = ?").await.unwrap();
+    for emp_no in &staff {
+        let _: Option<u32> = conn.exec_first(&child, (emp_no,)).await.unwrap();
+    }
+    let r = report_after(&proxy, "select salary from prep_salaries where emp_no = ?", 1000);
+    let loops = findings_of(&r, "n_plus_one");
+    assert_eq!(loops.len(), 1, "{:#?}", r.findings);
+    // Parent values read from binary-protocol rows, children's from execute parameters.
+    assert_eq!(loops[0].evidence["parent_statement"], "select emp_no from prep_employees where emp_no > ?");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_join_and_three_repeats_are_not_flagged() {
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    employees(&mut conn, "join").await;
+    let joined: Vec<(u32, u32)> = conn
+        .query("SELECT e.emp_no, s.salary FROM join_employees e JOIN join_salaries s USING (emp_no)")
+        .await
+        .unwrap();
+    assert_eq!(joined.len(), EMPLOYEES as usize);
+    for emp_no in 10001..=10003 {
+        let _: Option<u32> = conn.query_first(format!("SELECT salary FROM join_salaries WHERE emp_no = {emp_no}")).await.unwrap();
+    }
+    let r = report_after(&proxy, "select salary from join_salaries where emp_no = ?", 3);
+    assert!(r.findings.is_empty(), "{:#?}", r.findings);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_over_a_pool_tagged_with_one_trace_is_flagged_once() {
+    let proxy = TestProxy::start();
+    let mut setup = connect(&proxy).await;
+    employees(&mut setup, "pool").await;
+    let mut pool = Vec::new();
+    for _ in 0..4 {
+        pool.push(connect(&proxy).await);
+    }
+    let tag = "/*traceparent='00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'*/";
+    let staff: Vec<u32> = pool[0].query(format!("SELECT emp_no FROM pool_employees LIMIT 200 {tag}")).await.unwrap();
+    for (i, emp_no) in staff.iter().enumerate() {
+        let conn = &mut pool[i % 4];
+        let _: Option<u32> = conn.query_first(format!("SELECT salary FROM pool_salaries WHERE emp_no = {emp_no} {tag}")).await.unwrap();
+    }
+    let r = report_after(&proxy, "select salary from pool_salaries where emp_no = ?", 200);
+    let loops = findings_of(&r, "n_plus_one");
+    assert_eq!(loops.len(), 1, "{:#?}", r.findings);
+    let f = loops[0];
+    assert_eq!(f.evidence["trace_id"], "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(f.evidence["connections"].as_array().unwrap().len(), 4);
+    assert_eq!(f.evidence["occurrences"], 1);
+    assert_eq!(f.round_trips, 201);
+    // The comment never enters the fingerprint.
+    assert!(r.queries.iter().all(|q| !q.fingerprint.contains("traceparent")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_offset_paging_is_a_pagination_loop() {
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    conn.query_drop("CREATE OR REPLACE TABLE paged (id INT PRIMARY KEY, v CHAR(20))").await.unwrap();
+    conn.query_drop("INSERT INTO paged SELECT seq, 'v' FROM seq_1_to_10000").await.unwrap();
+    let mut seen = 0;
+    for page in 0.. {
+        let rows: Vec<u32> = conn.query(format!("SELECT id FROM paged ORDER BY id LIMIT 50 OFFSET {}", page * 50)).await.unwrap();
+        seen += rows.len();
+        if rows.len() < 50 {
+            break;
+        }
+    }
+    assert_eq!(seen, 10_000);
+    let r = report_after(&proxy, "select id from paged order by id limit ? offset ?", 201);
+    let pages = findings_of(&r, "pagination_loop");
+    assert_eq!(pages.len(), 1, "{:#?}", r.findings);
+    assert_eq!(pages[0].evidence["page_size"], 50);
+    assert_eq!(pages[0].evidence["pages"], 201);
+    assert_eq!(pages[0].evidence["offset_rows_rescanned"], (0..201u64).map(|p| p * 50).sum::<u64>());
+    assert!(findings_of(&r, "n_plus_one").is_empty(), "pages are not an N+1: {:#?}", r.findings);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_if_projections_follow_the_arithmetic() {
+    let mut config = test_config();
+    config.findings.scenarios = vec![
+        Scenario { name: "10 ms".into(), rtt: HumanDuration::from_millis(10), bandwidth: None },
+        Scenario { name: "30 ms".into(), rtt: HumanDuration::from_millis(30), bandwidth: None },
+    ];
+    let proxy = TestProxy::with_config(config);
+    let mut conn = connect(&proxy).await;
+    employees(&mut conn, "whatif").await;
+    for emp_no in 10001..=10100 {
+        let _: Option<u32> = conn.query_first(format!("SELECT salary FROM whatif_salaries WHERE emp_no = {emp_no}")).await.unwrap();
+    }
+    let r = report_after(&proxy, "select salary from whatif_salaries where emp_no = ?", 100);
+    let f = findings_of(&r, "n_plus_one")[0];
+    for (w, rtt_us) in f.what_if.iter().zip([10_000u64, 30_000]) {
+        // Loopback's RTT is negligible here: every round trip adds the target RTT.
+        assert_eq!(w["projected_us"].as_u64().unwrap(), f.cost_us + f.round_trips * rtt_us, "{w}");
+        assert_eq!(w["observed_us"].as_u64().unwrap(), f.cost_us);
+    }
+    assert!(f.what_if[1]["summary"].as_str().unwrap().starts_with("100 round trips: at 30.00 ms RTT"), "{}", f.what_if[1]["summary"]);
+    // The whole recording projects the same way.
+    let whole = &r.what_if[0];
+    assert_eq!(whole.recording.projected_us, r.totals.time_us + r.totals.round_trips * 10_000);
+}
