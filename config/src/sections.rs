@@ -13,11 +13,12 @@ use crate::units::{Bandwidth, ByteSize, HumanDuration};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Most client connections open at once; further clients wait in the kernel's accept
-    /// queue until one closes. At least 1. Default `1024`.
+    /// Most client connections open at once; a client beyond it gets MySQL's own
+    /// "Too many connections" error (1040) at once. At least 1. Default `1024`.
     pub max_connections: u32,
-    /// How long dialing the upstream server may take before the client gets a MySQL error
-    /// packet saying the server is unreachable. Greater than 0. Default `5s`.
+    /// How long dialing the upstream server (and its greeting) may take before the client
+    /// gets a MySQL error packet (1429, HY000) naming the upstream and the reason.
+    /// Greater than 0. Default `5s`.
     pub connect_timeout: HumanDuration,
     /// Close a connection after this long with no bytes in either direction; `0` means
     /// never. Default `8h` (MySQL's own `wait_timeout`).

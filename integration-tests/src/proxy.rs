@@ -25,11 +25,12 @@ pub struct TestProxy {
 
 /// A config for tests: ephemeral ports, the shared test server upstream.
 pub fn test_config() -> Config {
-    let mut config = Config::default();
-    config.listen = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.admin = SocketAddr::from(([127, 0, 0, 1], 0));
-    config.upstream = TestDb::shared().upstream_addr().into();
-    config
+    Config {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        admin: SocketAddr::from(([127, 0, 0, 1], 0)),
+        upstream: TestDb::shared().upstream_addr().into(),
+        ..Config::default()
+    }
 }
 
 impl TestProxy {

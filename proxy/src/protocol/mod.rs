@@ -7,6 +7,7 @@
 //! - [`session`] is the command/response state machine.
 
 pub mod binary;
+pub mod codes;
 pub mod constants;
 pub mod error;
 pub mod framing;

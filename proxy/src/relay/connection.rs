@@ -10,16 +10,14 @@ use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
 use super::error::RelayError;
-use super::handshake::relay_handshake;
+use super::handshake::{relay_greeting, relay_response, Greeting};
 use super::pump::{pump, Ended, NoTap, PumpSettings, Tap};
 use super::upstream::dial;
 use super::Shared;
+use crate::protocol::codes;
 use crate::protocol::packets::err_packet;
 use crate::record::Recorder;
 
-/// MySQL's client error for "can't connect to server"; applications and
-/// drivers already treat it as an unreachable server.
-const CR_CONN_HOST_ERROR: u16 = 2003;
 
 /// How a connection ended without an error.
 #[derive(Debug)]
@@ -77,19 +75,20 @@ async fn run<T: Tap>(
     };
     tracing::Span::current().record("upstream.addr", tracing::field::display(upstream_addr));
 
-    let capture = config.record.max_sql_bytes.0 as usize;
-    let established = match relay_handshake(client, &mut upstream, timeout, capture, tap).await {
-        Ok(Some(established)) => established,
-        Ok(None) => return Ok(Outcome::RefusedByUpstream),
-        Err(RelayError::Timeout("server greeting", after)) => {
+    let greeting = match relay_greeting(client, &mut upstream, timeout).await {
+        Ok(Greeting::Forwarded { greeting, len }) => (greeting, len),
+        Ok(Greeting::Refused) => return Ok(Outcome::RefusedByUpstream),
+        Err(e @ RelayError::Client(_)) => return Err(e),
+        Err(e) => {
+            // The client has seen nothing yet: it still gets told why.
             shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-            let why = format!("upstream {upstream_addr} accepted the connection but sent no greeting within {after:?}");
-            tracing::warn!("{why}; told the client");
-            refuse(client, &format!("rttscope: {why}")).await?;
+            tracing::warn!(error = %e, "no usable greeting from upstream; told the client");
+            refuse(client, &format!("rttscope: upstream {upstream_addr} sent no usable greeting: {e}")).await?;
             return Ok(Outcome::UpstreamUnreachable);
         }
-        Err(e) => return Err(e),
     };
+    let capture = config.record.max_sql_bytes.0 as usize;
+    let established = relay_response(client, &mut upstream, greeting, timeout, capture, tap).await?;
     tracing::debug!(
         user = %established.response.user,
         schema = established.response.schema.as_deref().unwrap_or(""),
@@ -105,10 +104,11 @@ async fn run<T: Tap>(
     pump(client, &mut upstream, &mut session, tap, &settings, shutdown).await.map(Outcome::Pumped)
 }
 
-/// Tells a client that has not seen a greeting yet that the upstream is
-/// out of reach, the way a client library itself would (2003, HY000).
+/// Tells a client that has not seen a greeting yet that the upstream is out
+/// of reach. Before the handshake nothing is negotiated: no SQL state marker,
+/// as servers send it (clients read HY000).
 async fn refuse(client: &mut TcpStream, message: &str) -> Result<(), RelayError> {
-    let packet = err_packet(0, CR_CONN_HOST_ERROR, "HY000", message, true);
+    let packet = err_packet(0, codes::UPSTREAM_UNREACHABLE, "HY000", message, false);
     client.write_all(&packet).await.map_err(RelayError::Client)?;
     let _ = client.shutdown().await;
     Ok(())

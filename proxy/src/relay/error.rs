@@ -31,7 +31,8 @@ impl RelayError {
     }
 
     /// Hangups and resets are the ordinary end of a connection; protocol
-    /// violations and timeouts deserve a warning.
+    /// violations (a close in the middle of a packet included) and timeouts
+    /// deserve a warning.
     pub fn is_hangup(&self) -> bool {
         match self {
             RelayError::Client(e) | RelayError::Upstream(e) => matches!(
@@ -42,7 +43,6 @@ impl RelayError {
                     | io::ErrorKind::BrokenPipe
                     | io::ErrorKind::NotConnected
             ),
-            RelayError::Decode(DecodeError::Truncated(_)) => true,
             _ => false,
         }
     }

@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use super::error::RelayError;
 use crate::protocol::constants::{capability, header};
 use crate::protocol::handshake::{negotiated, HandshakeResponse41, HandshakeV10, MAX_HANDSHAKE_LEN};
+use crate::protocol::codes;
 use crate::protocol::packets::{err_packet, ErrPacket};
 use crate::protocol::{framing, DecodeError, Observer, Peer, Session};
 
@@ -21,15 +22,18 @@ pub struct Established {
     pub response: HandshakeResponse41,
 }
 
-/// Relays greeting and handshake response. `Ok(None)` when the server
-/// refused the connection with an ERR packet, which has been passed on.
-pub async fn relay_handshake<O: Observer>(
-    client: &mut TcpStream,
-    upstream: &mut TcpStream,
-    timeout: Duration,
-    capture_limit: usize,
-    obs: &mut O,
-) -> Result<Option<Established>, RelayError> {
+/// What the server opened with.
+pub enum Greeting {
+    /// A greeting, masked and passed on; `len` is its payload length.
+    Forwarded { greeting: HandshakeV10, len: usize },
+    /// An ERR packet instead (too many connections, host blocked), passed on.
+    Refused,
+}
+
+/// Reads the server's greeting and passes it on with capabilities masked.
+/// On error nothing has reached the client yet, so the caller can still
+/// answer it with an ERR packet of its own.
+pub async fn relay_greeting(client: &mut TcpStream, upstream: &mut TcpStream, timeout: Duration) -> Result<Greeting, RelayError> {
     let (seq, mut payload) = read_packet(upstream, Peer::Upstream, "server greeting", timeout).await?;
     if payload.first() == Some(&header::ERR) {
         if let Some(err) = ErrPacket::parse(&payload) {
@@ -37,21 +41,32 @@ pub async fn relay_handshake<O: Observer>(
             tracing::info!(code = err.code, %message, "upstream refused the connection");
         }
         write_packet(client, seq, &payload).await.map_err(RelayError::Client)?;
-        return Ok(None);
+        return Ok(Greeting::Refused);
     }
     let mut greeting = HandshakeV10::parse(&payload)?;
     greeting.mask(&mut payload, capability::MASKED);
     write_packet(client, seq, &payload).await.map_err(RelayError::Client)?;
-    let greeting_len = payload.len();
+    Ok(Greeting::Forwarded { greeting, len: payload.len() })
+}
 
+/// Relays the client's handshake response (masked); the auth exchange
+/// that follows runs in the pump.
+pub async fn relay_response<O: Observer>(
+    client: &mut TcpStream,
+    upstream: &mut TcpStream,
+    (greeting, greeting_len): (HandshakeV10, usize),
+    timeout: Duration,
+    capture_limit: usize,
+    obs: &mut O,
+) -> Result<Established, RelayError> {
     let (seq, mut payload) = read_packet(client, Peer::Client, "handshake response", timeout).await?;
     let mut response = match HandshakeResponse41::parse(&payload) {
         Ok(response) => response,
         Err(e) => {
             // Tell the client why in words it will show its user.
             let (code, state) = match e {
-                DecodeError::TlsRequested => (2026, "HY000"),
-                DecodeError::PreProtocol41 => (1251, "08004"),
+                DecodeError::TlsRequested => (codes::HANDSHAKE_ERROR, "08S01"),
+                DecodeError::PreProtocol41 => (codes::NOT_SUPPORTED_AUTH_MODE, "08004"),
                 _ => return Err(e.into()),
             };
             let packet = err_packet(seq.wrapping_add(1), code, state, &format!("rttscope: {e}"), true);
@@ -63,7 +78,7 @@ pub async fn relay_handshake<O: Observer>(
     write_packet(upstream, seq, &payload).await.map_err(RelayError::Upstream)?;
     let caps = negotiated(greeting.capabilities, response.capabilities);
     let session = Session::after_handshake(caps, greeting_len, seq, payload.len(), capture_limit, obs);
-    Ok(Some(Established { session, greeting, response }))
+    Ok(Established { session, greeting, response })
 }
 
 async fn read_packet(

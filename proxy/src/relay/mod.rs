@@ -31,6 +31,7 @@ pub use error::RelayError;
 pub use pump::{Direction, Ended};
 pub use upstream::DialError;
 
+use crate::protocol::codes;
 use crate::protocol::packets::err_packet;
 use crate::record::EventSink;
 
@@ -59,8 +60,6 @@ pub struct Proxy {
     next_id: u64,
 }
 
-/// MySQL's own answer when a server is full.
-const ER_CON_COUNT_ERROR: u16 = 1040;
 /// How many "too many connections" answers may be in flight; past that,
 /// excess clients are simply closed rather than given a task each.
 const MAX_REJECTIONS_IN_FLIGHT: usize = 64;
@@ -147,7 +146,9 @@ impl Proxy {
         let max = self.shared.config.limits.max_connections;
         tracing::warn!(%peer, max_connections = max, "connection limit reached; refusing client");
         let Ok(permit) = rejections.clone().try_acquire_owned() else { return };
-        let packet = err_packet(0, ER_CON_COUNT_ERROR, "08004", &format!("rttscope: too many connections (limits.max_connections = {max})"), true);
+        // Before the handshake: no SQL state marker, as a full server sends it.
+        let message = format!("rttscope: too many connections (limits.max_connections = {max})");
+        let packet = err_packet(0, codes::TOO_MANY_CONNECTIONS, "08004", &message, false);
         tasks.spawn(async move {
             let write = async {
                 client.write_all(&packet).await?;

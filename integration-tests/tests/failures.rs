@@ -1,0 +1,483 @@
+//! Bad input and unreachable upstreams: each failure ends one connection with a clear error
+//! for the client; the proxy and every other connection carry on.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder};
+use rttscope_config::{Config, HumanDuration};
+use rttscope_integration_tests::fake_upstream::{
+    self, CLIENT_CONNECT_WITH_DB, CLIENT_LONG_PASSWORD, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41,
+    CLIENT_SECURE_CONNECTION, CLIENT_SSL, Ending, FakeUpstream, Script, greeting_nonce, handshake_response_head,
+    ok_packet, packet, read_packet, read_until_closed,
+};
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::process::ProxyProcess;
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
+
+/// Bounds every client call: a failure must never be a hang.
+const NO_HANG: Duration = Duration::from_secs(15);
+
+/// rttscope in-process in front of `upstream`, with a short grace so dropping it is quick.
+fn proxy_to(upstream: SocketAddr, tweak: impl FnOnce(&mut Config)) -> TestProxy {
+    let mut config = test_config();
+    config.upstream = upstream.into();
+    config.limits.shutdown_grace = HumanDuration::from_secs(1);
+    tweak(&mut config);
+    TestProxy::with_config(config)
+}
+
+/// `rtt_native` through `addr`. The settings mysql_async would otherwise query at login are
+/// given up front, so the first command a client sends is the test's own.
+fn opts(addr: SocketAddr) -> OptsBuilder {
+    TestDb::shared()
+        .opts_via(addr, NATIVE.user, NATIVE.password)
+        .max_allowed_packet(Some(16 << 20))
+        .wait_timeout(Some(28_800))
+}
+
+async fn connect(addr: SocketAddr) -> mysql_async::Result<Conn> {
+    tokio::time::timeout(NO_HANG, Conn::new(opts(addr))).await.expect("connecting must not hang")
+}
+
+/// Proves a connection still works end to end.
+async fn assert_works(conn: &mut Conn, n: u32) {
+    let echoed: Option<u32> = conn.exec_first("SELECT ?", (n,)).await.expect("healthy connection answers");
+    assert_eq!(echoed, Some(n));
+}
+
+async fn cli_output(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run the mariadb CLI")).await.expect("CLI thread")
+}
+
+/// An address that refuses connections while the returned socket lives: bound, never
+/// listening, so no other test can take the port meanwhile.
+fn refusing_addr() -> (socket2::Socket, SocketAddr) {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    (socket, addr)
+}
+
+// --- Unreachable upstreams ---------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_upstream_gives_an_err_naming_it() {
+    let (_held, dead) = refusing_addr();
+    let proxy = proxy_to(dead, |_| {});
+    let started = Instant::now();
+    let Err(mysql_async::Error::Server(e)) = connect(proxy.addr()).await else {
+        panic!("expected an ERR packet from rttscope");
+    };
+    // connect_timeout is 5 s: a refusal must be reported at once, not after the timeout.
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    // 1429 "unable to connect to foreign data source": a server-range code, see below.
+    assert_eq!((e.code, e.state.as_str()), (1429, "HY000"), "{e:?}");
+    assert!(e.message.contains(&dead.to_string()) && e.message.contains("refused"), "{e:?}");
+    assert_eq!(proxy.stats().upstream_connect_errors.load(Ordering::Relaxed), 1);
+}
+
+/// libmariadb (the `mariadb` CLI, mysqlclient, Connector/C) rejects an ERR from the wire whose
+/// code is in the client-only ranges 2000-2999 and 5000-5999 as "2027 Received malformed
+/// packet", losing the message; the code must be one a server may send.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_upstream_message_reaches_the_mariadb_cli() {
+    let (_held, dead) = refusing_addr();
+    let proxy = proxy_to(dead, |_| {});
+    let out = cli_output(TestDb::shared().mariadb_cli(proxy.addr(), NATIVE.user, NATIVE.password, None)).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.starts_with("ERROR ") && !stderr.contains("ERROR 2027"), "{stderr}");
+    assert!(stderr.contains(&dead.to_string()) && stderr.contains("refused"), "{stderr}");
+}
+
+/// Before the handshake no capabilities are agreed, so servers send ERR without the `#SQLSTATE`
+/// marker and clients read the bytes after the code as the message.
+#[tokio::test(flavor = "multi_thread")]
+async fn pre_handshake_err_message_is_clean() {
+    let (_held, dead) = refusing_addr();
+    let proxy = proxy_to(dead, |_| {});
+    let Err(mysql_async::Error::Server(e)) = connect(proxy.addr()).await else {
+        panic!("expected an ERR packet from rttscope");
+    };
+    assert!(e.message.starts_with("rttscope:"), "client shows {:?}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn silent_upstream_fails_within_connect_timeout() {
+    let fake = FakeUpstream::start(|_| Script::Silent).unwrap();
+    let proxy = proxy_to(fake.addr(), |c| c.limits.connect_timeout = HumanDuration::from_secs(1));
+    let started = Instant::now();
+    let result = connect(proxy.addr()).await;
+    let elapsed = started.elapsed();
+    assert!(result.is_err(), "logged in through a server that never greeted");
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4), "failed after {elapsed:?}");
+    // rttscope gave up on the upstream connection too.
+    assert_eq!(fake.wait_ended(0, Duration::from_secs(5)), Some(Ending::PeerClosed));
+}
+
+/// The client should learn why, as with a refused upstream, not see a bare close.
+#[tokio::test(flavor = "multi_thread")]
+async fn silent_upstream_gives_an_err_packet() {
+    let fake = FakeUpstream::start(|_| Script::Silent).unwrap();
+    let proxy = proxy_to(fake.addr(), |c| c.limits.connect_timeout = HumanDuration::from_secs(1));
+    match connect(proxy.addr()).await {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 1429, "{e:?}");
+            assert!(e.message.contains(&fake.addr().to_string()) && e.message.contains("greeting"), "{e:?}");
+        }
+        other => panic!("expected an ERR packet naming the upstream, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unanswered_connect_gives_an_err_within_connect_timeout() {
+    // Backlog 0 admits one unaccepted connection; SYNs beyond it are dropped, so a connect
+    // neither succeeds nor fails — what a firewalled or dead host looks like.
+    let listener = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    listener.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    listener.listen(0).unwrap();
+    let target = listener.local_addr().unwrap().as_socket().unwrap();
+    let mut fillers = Vec::new();
+    while let Ok(stream) = TcpStream::connect_timeout(&target, Duration::from_millis(300)) {
+        fillers.push(stream);
+        assert!(fillers.len() < 64, "the accept queue never filled");
+    }
+
+    let proxy = proxy_to(target, |c| c.limits.connect_timeout = HumanDuration::from_secs(1));
+    let started = Instant::now();
+    let Err(mysql_async::Error::Server(e)) = connect(proxy.addr()).await else {
+        panic!("expected an ERR packet from rttscope");
+    };
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4), "failed after {elapsed:?}");
+    assert_eq!(e.code, 1429, "{e:?}");
+    assert!(e.message.contains(&target.to_string()), "{e:?}");
+}
+
+// --- A broken upstream, played by the fake ---------------------------------------------
+
+/// Connection 1 of the fake plays `broken`; the others relay to the real server. A good
+/// connection through the same proxy works before and after; the broken one errors.
+/// `counted` is what rttscope should count it as: a protocol error (after
+/// the greeting) or an upstream connect error (no usable greeting).
+async fn broken_upstream_spares_the_others(broken: Script, counted: Counted) {
+    let real = TestDb::shared().upstream_addr();
+    let breaks_login = matches!(broken, Script::GreetThenClose(_));
+    let fake = FakeUpstream::start(move |n| if n == 1 { broken.clone() } else { Script::Relay(real) }).unwrap();
+    let proxy = proxy_to(fake.addr(), |_| {});
+    let mut good = connect(proxy.addr()).await.expect("connection 0 relays");
+    assert_works(&mut good, 1).await;
+
+    let bad = connect(proxy.addr()).await;
+    if breaks_login {
+        assert!(bad.is_err(), "logged in through a broken greeting");
+    } else {
+        let mut bad = bad.expect("the fake's login passes through");
+        let result = tokio::time::timeout(NO_HANG, bad.query_drop("SELECT 1")).await.expect("no hang");
+        assert!(result.is_err(), "a broken response passed as a result");
+    }
+    // rttscope closed the broken connection's upstream side (or saw the script do so).
+    assert!(fake.wait_ended(1, Duration::from_secs(5)).is_some(), "upstream connection left open");
+    let stats = proxy.stats();
+    let counts = (stats.protocol_errors.load(Ordering::Relaxed), stats.upstream_connect_errors.load(Ordering::Relaxed));
+    let expected = match counted {
+        Counted::ProtocolError => (1, 0),
+        Counted::NoUsableGreeting => (0, 1),
+    };
+    assert_eq!(counts, expected, "(protocol errors, upstream connect errors)");
+
+    assert_works(&mut good, 2).await;
+    let mut fresh = connect(proxy.addr()).await.expect("a new connection after the broken one");
+    assert_works(&mut fresh, 3).await;
+    assert_eq!(fake.accepted(), 3);
+}
+
+#[derive(Clone, Copy)]
+enum Counted {
+    ProtocolError,
+    NoUsableGreeting,
+}
+
+fn greeting() -> Vec<u8> {
+    fake_upstream::capture_greeting(TestDb::shared().upstream_addr()).expect("capture a real greeting")
+}
+
+fn after_login(response: Vec<u8>, then_close: bool) -> Script {
+    Script::AfterLogin { greeting: greeting(), response, then_close }
+}
+
+/// A column count of 2, then something that is not a column definition.
+fn bad_column_definition() -> Vec<u8> {
+    [packet(1, &[2]), packet(2, b"\x05hello")].concat()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn greeting_with_protocol_version_9() {
+    let mut bytes = greeting();
+    bytes[4] = 9;
+    broken_upstream_spares_the_others(Script::GreetThenClose(bytes), Counted::NoUsableGreeting).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn truncated_greeting_then_close() {
+    let bytes = greeting();
+    let half = bytes[..bytes.len() / 2].to_vec();
+    // The client has seen nothing yet, so it is told the upstream gave no usable greeting.
+    broken_upstream_spares_the_others(Script::GreetThenClose(half), Counted::NoUsableGreeting).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn column_count_then_garbage() {
+    broken_upstream_spares_the_others(after_login(bad_column_definition(), false), Counted::ProtocolError).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_with_wrong_sequence_id() {
+    broken_upstream_spares_the_others(after_login(ok_packet(5), false), Counted::ProtocolError).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn response_header_promising_1000_bytes_then_close() {
+    let response = [&[0xE8, 0x03, 0x00, 0x01][..], b"only ten b"].concat();
+    // A close in the middle of a packet is a protocol error: logged, counted.
+    broken_upstream_spares_the_others(after_login(response, true), Counted::ProtocolError).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn broken_upstream_logs_one_warning_naming_it() {
+    let real = TestDb::shared().upstream_addr();
+    let bad = after_login(bad_column_definition(), false);
+    // Connection 0 is ProxyProcess's readiness probe, 1 a good client, 2 the broken one.
+    let fake = FakeUpstream::start(move |n| if n == 2 { bad.clone() } else { Script::Relay(real) }).unwrap();
+    let proxy = ProxyProcess::start(&format!("upstream: {}\n", fake.addr())).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while fake.accepted() < 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(fake.accepted(), 1, "the readiness probe reached the fake");
+    let mut good = connect(proxy.listen()).await.unwrap();
+    let mut broken = connect(proxy.listen()).await.unwrap();
+    assert!(broken.query_drop("SELECT 1").await.is_err());
+    assert_eq!(fake.wait_ended(2, Duration::from_secs(5)), Some(Ending::PeerClosed));
+    assert_works(&mut good, 7).await;
+
+    let log = proxy.log();
+    let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 1, "{log}");
+    for needle in ["closing connection", "column definition", "conn.id=3"] {
+        assert!(warnings[0].contains(needle), "no {needle:?} in {:?}", warnings[0]);
+    }
+    assert!(!log.to_lowercase().contains("panic"), "{log}");
+}
+
+// --- Malformed client input ------------------------------------------------------------
+
+/// A raw client that has read the greeting: (stream, greeting payload).
+fn raw_client(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(NO_HANG)).unwrap();
+    let (seq, greeting) = read_packet(&mut stream).expect("greeting through rttscope");
+    assert_eq!((seq, greeting.first()), (0, Some(&10)), "a HandshakeV10");
+    (stream, greeting)
+}
+
+/// What arrived before rttscope closed the connection. Promptly: well before connect_timeout
+/// (5 s) would end a stalled handshake anyway.
+fn closed(stream: &mut TcpStream) -> Vec<u8> {
+    let started = Instant::now();
+    let got = read_until_closed(stream).expect("rttscope closes the connection");
+    assert!(started.elapsed() < Duration::from_secs(3), "closed only after {:?}", started.elapsed());
+    got
+}
+
+/// Logs in as `rtt_native` with mysql_native_password, by hand.
+fn raw_login(addr: SocketAddr) -> TcpStream {
+    let (mut stream, greeting) = raw_client(addr);
+    let nonce = greeting_nonce(&greeting).expect("a nonce in the greeting");
+    let scramble = mysql_common::scramble::scramble_native(&nonce, NATIVE.password.as_bytes()).unwrap();
+
+    let caps = CLIENT_LONG_PASSWORD
+        | CLIENT_CONNECT_WITH_DB
+        | CLIENT_PROTOCOL_41
+        | CLIENT_SECURE_CONNECTION
+        | CLIENT_PLUGIN_AUTH;
+    let mut response = handshake_response_head(caps);
+    for part in [NATIVE.user.as_bytes(), &[0, 20], &scramble, DB.as_bytes(), b"\0mysql_native_password\0"] {
+        response.extend_from_slice(part);
+    }
+    stream.write_all(&packet(1, &response)).unwrap();
+    let (seq, ok) = read_packet(&mut stream).unwrap();
+    assert_eq!((seq, ok.first()), (2, Some(&0x00)), "login OK, got {ok:?}");
+    // COM_PING proves the session works before the test breaks it.
+    stream.write_all(&packet(0, &[0x0E])).unwrap();
+    let (seq, pong) = read_packet(&mut stream).unwrap();
+    assert_eq!((seq, pong.first()), (1, Some(&0x00)), "COM_PING OK, got {pong:?}");
+    stream
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_handshake_responses_close_only_that_connection() {
+    let proxy = proxy_to(TestDb::shared().upstream_addr(), |_| {});
+    let mut good = connect(proxy.addr()).await.unwrap();
+    let addr = proxy.addr();
+    tokio::task::spawn_blocking(move || {
+        // Garbage: protocol 4.1 flags, then nothing where the user name should be.
+        let (mut garbage, _) = raw_client(addr);
+        garbage.write_all(&packet(1, &[0xFF; 5])).unwrap();
+        assert!(closed(&mut garbage).is_empty());
+
+        // Truncated: a header promising 100 bytes, 10 bytes, then the client stops sending.
+        let (mut truncated, _) = raw_client(addr);
+        truncated.write_all(&[100, 0, 0, 1]).unwrap();
+        truncated.write_all(&[0xAB; 10]).unwrap();
+        truncated.shutdown(std::net::Shutdown::Write).unwrap();
+        assert!(closed(&mut truncated).is_empty());
+    })
+    .await
+    .unwrap();
+    assert_works(&mut good, 4).await;
+    let mut fresh = connect(proxy.addr()).await.unwrap();
+    assert_works(&mut fresh, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_handshake_response_is_refused_without_buffering() {
+    let db = TestDb::shared();
+    let proxy = ProxyProcess::start(&format!("upstream: {}\n", db.upstream_addr())).unwrap();
+    let mut good = connect(proxy.listen()).await.unwrap();
+    assert_works(&mut good, 1).await;
+    let (rss_before, _) = proxy.memory_kib().unwrap();
+    let addr = proxy.listen();
+    let (written, elapsed) = tokio::task::spawn_blocking(move || {
+        let (mut stream, _) = raw_client(addr);
+        stream.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+        let started = Instant::now();
+        stream.write_all(&[0xFF, 0xFF, 0xFF, 1]).unwrap();
+        // Keep sending the promised 16 MiB: if rttscope buffered it, every write would succeed.
+        let chunk = vec![0x61u8; 256 << 10];
+        let mut written = 0usize;
+        while written < (16 << 20) {
+            match stream.write(&chunk) {
+                Ok(n) => written += n,
+                Err(e) => {
+                    assert!(matches!(e.kind(), ErrorKind::ConnectionReset | ErrorKind::BrokenPipe), "{e}");
+                    break;
+                }
+            }
+        }
+        (written, started.elapsed())
+    })
+    .await
+    .unwrap();
+    assert!(written < (16 << 20), "rttscope swallowed all {written} bytes");
+    assert!(elapsed < Duration::from_secs(5), "took {elapsed:?} to refuse");
+    let (rss_after, _) = proxy.memory_kib().unwrap();
+    assert!(rss_after < rss_before + 4096, "RSS grew from {rss_before} to {rss_after} KiB");
+    assert_works(&mut good, 2).await;
+    assert!(proxy.log().contains("handshake packet"), "{}", proxy.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn command_with_wrong_sequence_id_closes_that_connection() {
+    let proxy = proxy_to(TestDb::shared().upstream_addr(), |_| {});
+    let mut good = connect(proxy.addr()).await.unwrap();
+    let addr = proxy.addr();
+    tokio::task::spawn_blocking(move || {
+        let mut stream = raw_login(addr);
+        stream.write_all(&packet(3, b"\x03SELECT 1")).unwrap();
+        assert!(closed(&mut stream).is_empty(), "the server's answer leaked through");
+    })
+    .await
+    .unwrap();
+    assert_eq!(proxy.stats().protocol_errors.load(Ordering::Relaxed), 1);
+    assert_works(&mut good, 6).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_request_gets_an_err_saying_so() {
+    let proxy = proxy_to(TestDb::shared().upstream_addr(), |_| {});
+    let addr = proxy.addr();
+    let reply = tokio::task::spawn_blocking(move || {
+        let (mut stream, _) = raw_client(addr);
+        let caps =
+            CLIENT_LONG_PASSWORD | CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH;
+        stream.write_all(&packet(1, &handshake_response_head(caps))).unwrap();
+        closed(&mut stream)
+    })
+    .await
+    .unwrap();
+    let (seq, err) = read_packet(&mut reply.as_slice()).expect("an ERR packet, then close");
+    assert_eq!(seq, 2);
+    // 1043 "bad handshake": a server-range code libmariadb will show.
+    assert_eq!((err[0], u16::from_le_bytes([err[1], err[2]])), (0xFF, 1043), "{err:?}");
+    let message = String::from_utf8_lossy(&err[9..]);
+    assert!(message.contains("rttscope") && message.contains("TLS"), "{message}");
+}
+
+// --- Either side going away mid-session ------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_killed_mid_result_ends_the_upstream_query() {
+    const SQL: &str = "SELECT REPEAT('x', 1000) FROM seq_1_to_1000000";
+    let db = TestDb::shared();
+    let proxy = ProxyProcess::start(&format!("upstream: {}\n", db.upstream_addr())).unwrap();
+    let mut cli = db.mariadb_cli(proxy.listen(), NATIVE.user, NATIVE.password, Some(DB));
+    cli.args(["--quick", "-N", "-e", SQL]).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = cli.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let read = tokio::task::spawn_blocking(move || {
+        let mut buf = vec![0u8; 100_000];
+        stdout.read_exact(&mut buf).map(|()| stdout)
+    });
+    let stdout = tokio::time::timeout(NO_HANG, read).await.expect("rows arrive").unwrap().expect("100 KB of rows");
+
+    let mut admin = Conn::from_url(db.admin_url()).await.unwrap();
+    let running =
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'SELECT REPEAT%seq_1_to_1000000%'";
+    let ids: Vec<u64> = admin.exec(running, (NATIVE.user,)).await.unwrap();
+    assert_eq!(ids.len(), 1, "the query runs upstream");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdout);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let gone = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?";
+    while admin.exec_first::<u64, _, _>(gone, (ids[0],)).await.unwrap() != Some(0) {
+        assert!(Instant::now() < deadline, "upstream connection {} still there 10 s after the client died", ids[0]);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut fresh = connect(proxy.listen()).await.unwrap();
+    assert_works(&mut fresh, 8).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_side_kill_ends_the_client_connection() {
+    let db = TestDb::shared();
+    let proxy = proxy_to(db.upstream_addr(), |_| {});
+    let mut conn = connect(proxy.addr()).await.unwrap();
+    let id: u64 = conn.query_first("SELECT CONNECTION_ID()").await.unwrap().unwrap();
+    let mut admin = Conn::from_url(db.admin_url()).await.unwrap();
+    admin.query_drop(format!("KILL {id}")).await.unwrap();
+
+    // rttscope notices the upstream hangup by itself and closes the client side.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.stats().connections_active.load(Ordering::Relaxed) != 0 {
+        assert!(Instant::now() < deadline, "the killed connection is still open in rttscope");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let result = tokio::time::timeout(NO_HANG, conn.query_drop("SELECT 1")).await.expect("no hang");
+    match result {
+        Err(mysql_async::Error::Server(e)) => {
+            assert!([1927, 2006, 2013].contains(&e.code), "{e:?}")
+        }
+        Err(_) => {}
+        Ok(()) => panic!("a query on a killed connection succeeded"),
+    }
+    let mut fresh = connect(proxy.addr()).await.unwrap();
+    assert_works(&mut fresh, 9).await;
+}

@@ -1,0 +1,369 @@
+//! Limits, timeouts and shutdown: what the relay does over a connection's life and the
+//! process's, seen through real clients and the real binary.
+
+use std::io::{ErrorKind, Read};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder};
+use rttscope_config::HumanDuration;
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::process::{ProxyProcess, free_port, rttscope_binary};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use tokio::sync::{RwLock, RwLockReadGuard};
+
+/// The streaming test saturates both cores; tests with time bounds wait for it to finish.
+/// (tokio's lock: each test has its own runtime, and the guard is held across awaits.)
+static CPU: RwLock<()> = RwLock::const_new(());
+
+async fn timing_sensitive() -> RwLockReadGuard<'static, ()> {
+    CPU.read().await
+}
+
+const NO_HANG: Duration = Duration::from_secs(20);
+
+fn opts(addr: SocketAddr) -> OptsBuilder {
+    TestDb::shared().opts_via(addr, NATIVE.user, NATIVE.password)
+}
+
+async fn connect(addr: SocketAddr) -> mysql_async::Result<Conn> {
+    tokio::time::timeout(NO_HANG, Conn::new(opts(addr))).await.expect("connecting must not hang")
+}
+
+async fn echo(conn: &mut Conn, n: u64) -> mysql_async::Result<()> {
+    let got: Option<u64> = tokio::time::timeout(NO_HANG, conn.exec_first("SELECT ?", (n,))).await.expect("no hang")?;
+    assert_eq!(got, Some(n));
+    Ok(())
+}
+
+fn proxy_process() -> ProxyProcess {
+    ProxyProcess::start(&format!("upstream: {}\n", TestDb::shared().upstream_addr())).unwrap()
+}
+
+async fn wait_exit(proxy: &mut ProxyProcess, within: Duration) -> std::process::ExitStatus {
+    let status = tokio::task::block_in_place(|| proxy.wait_timeout(within)).unwrap();
+    status.unwrap_or_else(|| panic!("rttscope still running {within:?} after the signal:\n{}", proxy.log()))
+}
+
+// --- Shutdown --------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_finishes_in_flight_commands_then_exits_0() {
+    let _cpu = timing_sensitive().await;
+    let mut proxy = proxy_process();
+    let mut idle = connect(proxy.listen()).await.unwrap();
+    let mut busy = connect(proxy.listen()).await.unwrap();
+    let sleeping = tokio::spawn(async move {
+        let value: Option<i64> = busy.query_first("SELECT SLEEP(2)").await?;
+        mysql_async::Result::Ok(value)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.signal(libc::SIGTERM).unwrap();
+    let signalled = Instant::now();
+
+    // The listener goes at once; the busy client is still being served.
+    let refused = loop {
+        match TcpStream::connect(proxy.listen()) {
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => break true,
+            _ if signalled.elapsed() > Duration::from_secs(1) => break false,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    };
+    assert!(refused, "new connections still accepted after SIGTERM");
+    assert!(!sleeping.is_finished(), "SLEEP(2) ended early");
+
+    assert_eq!(sleeping.await.unwrap().expect("the in-flight query completes"), Some(0));
+    assert!(echo(&mut idle, 1).await.is_err(), "the idle connection was left open");
+    let status = wait_exit(&mut proxy, Duration::from_secs(4)).await;
+    assert!(status.success(), "{status}:\n{}", proxy.log());
+    assert!(signalled.elapsed() < Duration::from_secs(4));
+    let log = proxy.log();
+    assert!(log.contains("SIGTERM: shutting down") && log.contains("rttscope stopped"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_when_idle_exits_0() {
+    let _cpu = timing_sensitive().await;
+    let mut proxy = proxy_process();
+    let mut conn = connect(proxy.listen()).await.unwrap();
+    echo(&mut conn, 1).await.unwrap();
+    proxy.signal(libc::SIGINT).unwrap();
+    let status = wait_exit(&mut proxy, Duration::from_secs(3)).await;
+    assert!(status.success(), "{status}:\n{}", proxy.log());
+    assert!(proxy.log().contains("SIGINT: shutting down"), "{}", proxy.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn grace_period_bounds_shutdown() {
+    let _cpu = timing_sensitive().await;
+    let db = TestDb::shared();
+    let yaml = format!("upstream: {}\nlimits:\n  shutdown_grace: 1s\n", db.upstream_addr());
+    let mut proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut busy = connect(proxy.listen()).await.unwrap();
+    let sleeping = tokio::spawn(async move { busy.query_drop("SELECT SLEEP(10)").await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.signal(libc::SIGTERM).unwrap();
+    let status = wait_exit(&mut proxy, Duration::from_secs(3)).await;
+    assert!(status.success(), "{status}:\n{}", proxy.log());
+    let result = tokio::time::timeout(Duration::from_secs(5), sleeping).await.expect("client told at once").unwrap();
+    assert!(result.is_err(), "SLEEP(10) completed although its connection was aborted");
+    assert!(proxy.log().contains("grace period over"), "{}", proxy.log());
+}
+
+// --- Limits ----------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn max_connections_refuses_with_1040() {
+    let mut config = test_config();
+    config.limits.max_connections = 2;
+    let proxy = TestProxy::with_config(config);
+    let mut first = connect(proxy.addr()).await.unwrap();
+    let second = connect(proxy.addr()).await.unwrap();
+    match connect(proxy.addr()).await {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 1040, "{e:?}");
+            assert!(e.message.contains("max_connections"), "{e:?}");
+        }
+        other => panic!("a third connection over the limit of 2: {other:?}"),
+    }
+    let out = cli(TestDb::shared().mariadb_cli(proxy.addr(), NATIVE.user, NATIVE.password, None)).await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1040"), "{out:?}");
+    assert_eq!(proxy.stats().connections_rejected.load(Ordering::Relaxed), 2);
+    echo(&mut first, 1).await.unwrap();
+
+    second.disconnect().await.unwrap();
+    // The slot frees when rttscope has seen the close, a moment after the client's.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.stats().connections_active.load(Ordering::Relaxed) > 1 {
+        assert!(Instant::now() < deadline, "the closed connection still holds its slot");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut third = connect(proxy.addr()).await.expect("a free slot after one closed");
+    echo(&mut third, 2).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_timeout_closes_only_idle_connections() {
+    let _cpu = timing_sensitive().await;
+    let mut config = test_config();
+    config.limits.idle_timeout = HumanDuration::from_secs(1);
+    let proxy = TestProxy::with_config(config);
+    let mut idle = connect(proxy.addr()).await.unwrap();
+    let mut chatty = connect(proxy.addr()).await.unwrap();
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < Duration::from_secs(3) {
+        n += 1;
+        echo(&mut chatty, n).await.expect("a connection used every 300 ms stays up");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // `idle` has now been quiet for over 3 s (2.5 s asked; the chatty loop gives margin).
+    assert!(echo(&mut idle, 0).await.is_err(), "an idle connection outlived idle_timeout");
+    echo(&mut chatty, 1000).await.unwrap();
+    assert_eq!(proxy.stats().connections_active.load(Ordering::Relaxed), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn many_concurrent_connections() {
+    let _cpu = timing_sensitive().await;
+    let proxy = TestProxy::start();
+    let addr = proxy.addr();
+    let clients: Vec<_> = (0..200u64)
+        .map(|c| {
+            tokio::spawn(async move {
+                let mut conn = connect(addr).await?;
+                for q in 0..20 {
+                    echo(&mut conn, c * 1000 + q).await?;
+                }
+                conn.disconnect().await
+            })
+        })
+        .collect();
+    for (c, client) in clients.into_iter().enumerate() {
+        client.await.unwrap().unwrap_or_else(|e| panic!("client {c}: {e}"));
+    }
+    assert_eq!(proxy.stats().connections_accepted.load(Ordering::Relaxed), 200);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while proxy.stats().connections_active.load(Ordering::Relaxed) != 0 {
+        assert!(Instant::now() < deadline, "connections still counted active after every client left");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// --- The command line ------------------------------------------------------------------
+
+async fn cli(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run a command")).await.unwrap()
+}
+
+fn check_config(path: &Path) -> Output {
+    Command::new(rttscope_binary().unwrap()).arg("check-config").arg(path).output().unwrap()
+}
+
+#[test]
+fn check_config_reports_the_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, yaml: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, yaml).unwrap();
+        path
+    };
+    let good = check_config(&file("good.yaml", "listen: 127.0.0.1:7033\nlimits:\n  max_connections: 7\n"));
+    let stdout = String::from_utf8_lossy(&good.stdout);
+    assert!(good.status.success(), "{good:?}");
+    // The effective config: the file's values and every default.
+    for needle in ["127.0.0.1:7033", "max_connections: 7", "shutdown_grace", "upstream"] {
+        assert!(stdout.contains(needle), "no {needle:?} in\n{stdout}");
+    }
+    // What it prints is a config file itself, and means the same.
+    let effective = stdout.split_once('\n').map(|(_ok, yaml)| yaml).unwrap_or_default();
+    let again = check_config(&file("effective.yaml", effective));
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(String::from_utf8_lossy(&again.stdout).split_once('\n').map(|(_, y)| y), Some(effective));
+
+    let cases = [
+        ("unknown.yaml", "listen: 127.0.0.1:7033\ninject:\n  rtts: 5ms\n", "unknown.yaml:3", "inject.rtts"),
+        ("negative.yaml", "inject: {rtt: -5ms}\n", "negative.yaml:1", "negative"),
+    ];
+    for (name, yaml, place, needle) in cases {
+        let out = check_config(&file(name, yaml));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {out:?}");
+        for expected in [place, needle, "inject.rtt"] {
+            assert!(stderr.contains(expected), "{name}: no {expected:?} in {stderr}");
+        }
+    }
+
+    let missing = dir.path().join("missing.yaml");
+    let out = check_config(&missing);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+}
+
+/// An address that refuses connections while the returned socket lives: bound, never
+/// listening, so no other test can take the port meanwhile.
+fn refusing_addr() -> (socket2::Socket, SocketAddr) {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    (socket, addr)
+}
+
+/// Kills the child on drop, so a failed assertion leaves no process behind.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn listen_and_upstream_flags_beat_the_file() {
+    let db = TestDb::shared();
+    // The file's addresses are held, unlistened: connecting there fails unless rttscope
+    // wrongly used them, and then it could not bind its listener either.
+    let ((_held_listen, file_listen), (_held_upstream, nowhere)) = (refusing_addr(), refusing_addr());
+    let flag_listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("rttscope.yaml");
+    let yaml = format!("listen: {file_listen}\nadmin: 127.0.0.1:{}\nupstream: {nowhere}\n", free_port());
+    std::fs::write(&config, yaml).unwrap();
+    let child = Command::new(rttscope_binary().unwrap())
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", &flag_listen.to_string(), "--upstream", &db.upstream_addr().to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Reaped(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(flag_listen).is_err() {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let mut log = String::new();
+            child.0.stderr.take().map(|mut e| e.read_to_string(&mut log));
+            panic!("rttscope exited ({status}): {log}");
+        }
+        assert!(Instant::now() < deadline, "rttscope never listened on --listen {flag_listen}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(TcpStream::connect(file_listen).is_err(), "also listening on the file's address");
+    // Logging in proves the connection reached the real server, not the file's upstream.
+    let mut conn = connect(flag_listen).await.expect("--upstream is the real server");
+    let db_name: Option<String> = conn.query_first("SELECT DATABASE()").await.unwrap();
+    assert_eq!(db_name.as_deref(), Some(DB));
+}
+
+// --- Memory ----------------------------------------------------------------------------
+
+/// Rows of 60,000 bytes; 17,000 of them make 1 GB. Override with RTTSCOPE_TEST_STREAM_ROWS.
+fn stream_rows() -> u64 {
+    std::env::var("RTTSCOPE_TEST_STREAM_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(17_000)
+}
+
+/// Runs the streaming query with the CLI through `addr`; returns the bytes it printed.
+fn stream_through(addr: SocketAddr, rows: u64) -> u64 {
+    let sql = format!("SELECT REPEAT('x', 60000) FROM seq_1_to_{rows}");
+    let mut child = TestDb::shared()
+        .mariadb_cli(addr, NATIVE.user, NATIVE.password, Some(DB))
+        .args(["--quick", "-N", "-e", &sql])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading the CLI's output: {e}"),
+        }
+    }
+    assert!(child.wait().unwrap().success(), "the streaming query failed");
+    total
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_gigabyte_streams_in_constant_memory() {
+    let _cpu = CPU.write().await;
+    let rows = stream_rows();
+    let db = TestDb::shared();
+    let proxy = proxy_process();
+    // Warm up: the first connection brings the blocking pool's resolver thread and friends.
+    let mut conn = connect(proxy.listen()).await.unwrap();
+    echo(&mut conn, 1).await.unwrap();
+    conn.disconnect().await.unwrap();
+    let (baseline, _) = proxy.memory_kib().unwrap();
+
+    let listen = proxy.listen();
+    let started = Instant::now();
+    let streaming = tokio::task::spawn_blocking(move || stream_through(listen, rows));
+    let mut peak = baseline;
+    while !streaming.is_finished() {
+        peak = peak.max(proxy.memory_kib().unwrap().0);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let through_proxy = streaming.await.unwrap();
+    let (_, hwm) = proxy.memory_kib().unwrap();
+    eprintln!(
+        "streamed {through_proxy} bytes through rttscope in {:?}; RSS baseline {baseline} KiB, sampled peak {peak} KiB, VmHWM {hwm} KiB",
+        started.elapsed()
+    );
+    let direct = tokio::task::spawn_blocking(move || stream_through(db.upstream_addr(), rows)).await.unwrap();
+
+    assert_eq!(through_proxy, direct, "bytes through rttscope differ from a direct run");
+    assert!(direct >= rows * 60_000, "only {direct} bytes for {rows} rows");
+    // VmHWM also catches a spike between two samples.
+    let growth = peak.max(hwm).saturating_sub(baseline);
+    assert!(growth < 2048, "RSS grew by {growth} KiB (baseline {baseline} KiB) streaming {direct} bytes");
+}
