@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
 use crate::findings::{FindingsConsumer, FindingsEngine};
+use crate::link::{self, Links, LinksConsumer};
 use crate::record::{micros, Aggregates, Collector, EventSink};
 use crate::relay::Proxy;
 
@@ -31,18 +32,23 @@ impl Rttscope {
         let aggregates = Arc::new(Mutex::new(Aggregates::new(config.record.max_fingerprints, now)));
         let dropped = sink.dropped_counter();
         let events = config.record.enabled.then_some(sink);
-        let proxy = Proxy::bind(config.clone(), events).await?;
+        let sysctls = link::startup_check(&config);
+        let proxy = Proxy::bind(config.clone(), events, sysctls.tcp_rmem.map(|[_, _, max]| max)).await?;
         let admin = TcpListener::bind(config.admin).await.map_err(|e| io::Error::new(e.kind(), format!("admin API on {}: {e}", config.admin)))?;
         let findings = Arc::new(Mutex::new(FindingsEngine::new(config.findings.clone())));
+        let expected_bps = config.link.expected_bandwidth.map(|b| b.bits_per_second());
+        let links = Arc::new(Mutex::new(Links::new(sysctls, expected_bps)));
         let state = Arc::new(AdminState {
             config: config.clone(),
             aggregates: aggregates.clone(),
             findings: findings.clone(),
+            links: links.clone(),
             relay: proxy.stats(),
             dropped,
         });
         let mut collector = Collector::new(rx, aggregates);
         collector.add_consumer(Box::new(FindingsConsumer(findings)));
+        collector.add_consumer(Box::new(LinksConsumer(links)));
         Ok(Rttscope { config, proxy, admin, collector, state })
     }
 

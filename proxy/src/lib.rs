@@ -16,6 +16,7 @@ pub mod cli;
 pub mod commands;
 pub mod findings;
 pub mod fingerprint;
+pub mod link;
 pub mod protocol;
 pub mod record;
 pub mod report;

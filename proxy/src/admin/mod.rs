@@ -20,8 +20,9 @@ use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
 use crate::findings::FindingsEngine;
+use crate::link::Links;
 use crate::protocol::constants::command;
-use crate::record::{micros, Aggregates};
+use crate::record::{micros, Aggregates, LiveLink};
 use crate::relay::RelayStats;
 use crate::report::{render_html, render_text, Extras, Report};
 use metrics::MetricsWriter;
@@ -31,6 +32,7 @@ pub struct AdminState {
     pub config: Arc<Config>,
     pub aggregates: Arc<Mutex<Aggregates>>,
     pub findings: Arc<Mutex<FindingsEngine>>,
+    pub links: Arc<Mutex<Links>>,
     pub relay: Arc<RelayStats>,
     pub dropped: Arc<AtomicU64>,
 }
@@ -46,14 +48,19 @@ impl AdminState {
         self.findings.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    fn links(&self) -> MutexGuard<'_, Links> {
+        self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// A report of everything recorded so far.
     pub fn report(&self) -> Report {
         let now = micros(tokio::time::Instant::now());
         // Lock order: aggregates, then findings. The collector never holds both.
         let aggregates = self.aggregates();
         let conn_time = |id: u64| aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
-        let findings = self.findings().report(0, &conn_time);
-        let extras = Extras { events_dropped: self.dropped.load(Ordering::Relaxed), findings, ..Extras::default() };
+        let findings = self.findings().report(&conn_time);
+        let links = self.links().report();
+        let extras = Extras { events_dropped: self.dropped.load(Ordering::Relaxed), findings, links };
         Report::build(&aggregates, now, &self.config.findings.scenarios, extras)
     }
 
@@ -80,12 +87,23 @@ impl AdminState {
         drop(a);
         let f = self.findings();
         w.labelled_counter("rttscope_findings_total", "Query-pattern occurrences found, by kind.", "kind", f.counts.iter().map(|(k, n)| (*k, *n)));
+        drop(f);
+        let l = self.links();
+        w.histogram("rttscope_upstream_rtt_seconds", "Upstream base RTT as the kernel measured it, per command.", &l.rtt);
+        w.labelled_counter("rttscope_link_transfers_total", "Large transfers (and runs of small responses), by the limit that held them back.", "limit", l.totals.iter().map(|(k, (n, _))| (*k, *n)));
+        w.labelled_gauge(
+            "rttscope_link_limited_seconds_total",
+            "Time transfers spent held back by each limit.",
+            "limit",
+            l.totals.iter().map(|(k, (_, us))| (*k, *us as f64 / 1e6)),
+        );
         w.finish()
     }
 
     fn reset(&self) {
         self.aggregates().reset(micros(tokio::time::Instant::now()));
         self.findings().reset();
+        self.links().reset();
     }
 }
 
@@ -148,6 +166,8 @@ pub struct LiveConnectionView {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub latency_p50_us: u64,
+    /// The latest kernel readings of the upstream and client sockets.
+    pub link: Option<LiveLink>,
 }
 
 async fn connections_handler(State(state): State<Arc<AdminState>>) -> Json<Vec<LiveConnectionView>> {
@@ -172,6 +192,7 @@ async fn connections_handler(State(state): State<Arc<AdminState>>) -> Json<Vec<L
                 bytes_up: c.bytes_up,
                 bytes_down: c.bytes_down,
                 latency_p50_us: c.latency.summary().p50,
+                link: c.live.as_ref().and_then(|l| l.link()),
             }
         })
         .collect();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rttscope_config::ChattyConfig;
 
-use super::{Detail, Finding, Kind, Scope};
+use super::{min_known, Detail, Finding, Kind, Scope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::CommandRecord;
 
@@ -22,6 +22,7 @@ struct Session {
     busy_us: u64,
     bytes: u64,
     by_statement: HashMap<FingerprintId, (Arc<str>, u64)>,
+    rtt_us: u32,
 }
 
 pub struct Chatty {
@@ -51,6 +52,7 @@ impl Chatty {
         s.tiny += u64::from(r.round_trips);
         s.busy_us += r.latency_us();
         s.bytes += r.bytes_up + r.bytes_down;
+        s.rtt_us = min_known(s.rtt_us, r.rtt_us);
         if let Some((_, n)) = s.by_statement.get_mut(&r.fingerprint) {
             *n += u64::from(r.round_trips);
         } else if s.by_statement.len() < TOP_TRACKED {
@@ -84,6 +86,7 @@ impl Chatty {
             rows: 0,
             detail: Detail::Chatty { tiny: remaining, top: top.into_iter().take(TOP_SHOWN).map(|(_, t, n)| (t, n)).collect() },
             per_conn: vec![(conn, remaining)],
+            rtt_us: s.rtt_us,
         })
     }
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Detail, Finding, Kind, Scope};
+use super::{min_known, Detail, Finding, Kind, Scope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::*;
 use crate::record::CommandRecord;
@@ -27,6 +27,7 @@ pub struct Cursor {
     bytes: u64,
     first_us: u64,
     last_us: u64,
+    rtt_us: u32,
 }
 
 impl Cursor {
@@ -47,6 +48,7 @@ impl Cursor {
             rows: self.rows,
             detail: Detail::Fetch { fetch_size: self.fetch_size },
             per_conn: vec![(self.conn, self.round_trips)],
+            rtt_us: self.rtt_us,
         }
     }
 }
@@ -79,6 +81,7 @@ impl Cursors {
                             bytes: 0,
                             first_us: r.last_byte_us,
                             last_us: r.last_byte_us,
+                            rtt_us: r.rtt_us,
                         },
                     );
                 }
@@ -93,6 +96,7 @@ impl Cursors {
                 cursor.time_us += r.latency_us();
                 cursor.bytes += r.bytes_up + r.bytes_down;
                 cursor.last_us = r.last_byte_us;
+                cursor.rtt_us = min_known(cursor.rtt_us, r.rtt_us);
                 // A short batch is the last one.
                 (r.rows < u64::from(r.fetch_rows) || r.error.is_some()).then(|| self.open.remove(&key)).flatten()
             }

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use super::{add_round_trips, Detail, Finding, Kind, Scope};
+use super::{add_round_trips, min_known, Detail, Finding, Kind, Scope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::{CommandRecord, Values};
 
@@ -58,6 +58,7 @@ pub struct Run {
     checked: u32,
     /// Round trips by connection (a traced loop may span a pool).
     pub per_conn: Vec<(u64, u64)>,
+    rtt_us: u32,
 }
 
 impl Run {
@@ -93,6 +94,7 @@ impl Run {
             rows: self.rows,
             detail: Detail::Loop { distinct: self.distinct },
             per_conn: self.per_conn.clone(),
+            rtt_us: self.rtt_us,
         }
     }
 }
@@ -210,6 +212,7 @@ impl Loops {
                 parents: candidates,
                 checked: 0,
                 per_conn: Vec::new(),
+                rtt_us: 0,
             }
         });
         run.count += 1;
@@ -223,6 +226,7 @@ impl Loops {
         run.bytes += r.bytes_up + r.bytes_down;
         run.rows += r.rows;
         add_round_trips(&mut run.per_conn, r.conn_id, u64::from(r.round_trips));
+        run.rtt_us = min_known(run.rtt_us, r.rtt_us);
         if run.checked < CHILDREN_CHECKED && !run.parents.is_empty() {
             run.checked += 1;
             for (parent, hits) in run.parents.iter().zip(run.hits.iter_mut()) {

@@ -89,6 +89,8 @@ pub struct Finding {
     pub detail: Detail,
     /// Round trips by connection.
     pub per_conn: Vec<(u64, u64)>,
+    /// The upstream's base RTT where it happened, µs (0: unknown).
+    pub rtt_us: u32,
 }
 
 impl Finding {
@@ -115,10 +117,19 @@ impl Finding {
         for &(c, n) in &other.per_conn {
             add_round_trips(&mut self.per_conn, c, n);
         }
+        self.rtt_us = min_known(self.rtt_us, other.rtt_us);
     }
 
-    fn measured(&self, observed_rtt_us: u64) -> Measured {
-        Measured { elapsed_us: self.time_us, round_trips: self.round_trips, bytes: self.bytes, observed_rtt_us }
+    fn measured(&self) -> Measured {
+        Measured { elapsed_us: self.time_us, round_trips: self.round_trips, bytes: self.bytes, observed_rtt_us: u64::from(self.rtt_us) }
+    }
+}
+
+/// The smaller of two RTTs, where 0 means unknown.
+pub(crate) fn min_known(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (x, y) => x.min(y),
     }
 }
 
@@ -205,7 +216,7 @@ impl FindingsEngine {
                     self.record_finding(f, *at_us);
                 }
             }
-            Event::Connected { .. } | Event::Schema { .. } => {}
+            Event::Connected { .. } | Event::Schema { .. } | Event::Link { .. } => {}
         }
     }
 
@@ -315,7 +326,7 @@ impl FindingsEngine {
     /// Every finding so far, open patterns included, for a report: ranked by
     /// what it would cost at the reference RTT. `conn_time` gives each
     /// connection's time in commands (for "share of the connection").
-    pub fn report(&self, observed_rtt_us: u64, conn_time: &dyn Fn(u64) -> u64) -> Vec<FindingReport> {
+    pub fn report(&self, conn_time: &dyn Fn(u64) -> u64) -> Vec<FindingReport> {
         let mut all: HashMap<_, Finding> = self.found.clone();
         let mut add = |f: Finding| match all.get_mut(&f.key()) {
             Some(existing) => existing.merge(&f),
@@ -342,7 +353,7 @@ impl FindingsEngine {
         let mut ranked: Vec<(u64, FindingReport)> = all
             .values()
             .map(|f| {
-                let measured = f.measured(observed_rtt_us);
+                let measured = f.measured();
                 let at_reference = whatif::project(measured, reference_rtt_us, None);
                 (at_reference, self.to_report(f, measured, at_reference, conn_time))
             })
@@ -378,6 +389,7 @@ impl FindingsEngine {
             "connections": f.per_conn.iter().map(|(c, _)| c).collect::<Vec<_>>(),
             "projected_at_reference_us": at_reference,
             "reference_rtt_us": self.reads.reference_rtt_us,
+            "observed_rtt_us": f.rtt_us,
         });
         if let Scope::Trace(t) = f.scope {
             evidence["trace_id"] = json!(format!("{t:032x}"));

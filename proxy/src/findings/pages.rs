@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{Detail, Finding, Kind, Scope};
+use super::{min_known, Detail, Finding, Kind, Scope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::CommandRecord;
 
@@ -31,6 +31,7 @@ pub struct PageRun {
     bytes: u64,
     first_us: u64,
     last_us: u64,
+    rtt_us: u32,
 }
 
 impl PageRun {
@@ -51,6 +52,7 @@ impl PageRun {
             rows: self.rows,
             detail: Detail::Pages { page_size: self.page_size, rescanned: self.rescanned },
             per_conn: vec![(self.conn, self.round_trips)],
+            rtt_us: self.rtt_us,
         }
     }
 }
@@ -91,6 +93,7 @@ impl Pages {
             bytes: 0,
             first_us: r.request_us,
             last_us: r.last_byte_us,
+            rtt_us: 0,
         });
         run.pages += 1;
         run.last_full = r.rows >= limit.count;
@@ -102,6 +105,7 @@ impl Pages {
         run.time_us += r.latency_us();
         run.bytes += r.bytes_up + r.bytes_down;
         run.last_us = r.last_byte_us;
+        run.rtt_us = min_known(run.rtt_us, r.rtt_us);
         ended
     }
 

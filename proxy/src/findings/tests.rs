@@ -34,7 +34,7 @@ impl Script {
     }
 
     fn findings(&self) -> Vec<FindingReport> {
-        self.engine.report(0, &|_| 1)
+        self.engine.report(&|_| 1)
     }
 }
 
@@ -71,6 +71,7 @@ fn record(conn: u64, command: u8, sql: &str, rows: u64, at_us: u64, latency_us: 
         trace: fp.trace.and_then(|t| u128::from_str_radix(t, 16).ok()),
         example: None,
         sample: None,
+        rtt_us: 0,
     }
 }
 

@@ -140,6 +140,8 @@ pub struct ConnectionStats {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub rows: u64,
+    /// The upstream's base RTT as last measured, µs (0: unknown).
+    pub rtt_us: u32,
     pub live: Option<Arc<LiveConnection>>,
 }
 
@@ -169,6 +171,8 @@ pub struct Aggregates {
     pub since_us: u64,
     /// Since start; survives `reset` (Prometheus counters only go up).
     pub metrics: CommandMetrics,
+    /// The upstream's base RTT as last measured on any connection, µs.
+    pub rtt_us: u32,
 }
 
 impl Aggregates {
@@ -182,6 +186,7 @@ impl Aggregates {
             totals: Totals::default(),
             since_us,
             metrics: CommandMetrics::default(),
+            rtt_us: 0,
         }
     }
 
@@ -205,6 +210,7 @@ impl Aggregates {
                         bytes_up: 0,
                         bytes_down: 0,
                         rows: 0,
+                        rtt_us: 0,
                         live: Some(live.clone()),
                     },
                 );
@@ -218,6 +224,7 @@ impl Aggregates {
                     }
                 }
             }
+            Event::Link { .. } => {}
             Event::Closed { conn_id, at_us } => {
                 if let Some(mut c) = self.connections.remove(conn_id) {
                     c.closed_us = Some(*at_us);
@@ -250,6 +257,12 @@ impl Aggregates {
             c.bytes_up += r.bytes_up;
             c.bytes_down += r.bytes_down;
             c.rows += r.rows;
+            if r.rtt_us > 0 {
+                c.rtt_us = r.rtt_us;
+            }
+        }
+        if r.rtt_us > 0 {
+            self.rtt_us = r.rtt_us;
         }
         self.queries
             .entry(r.fingerprint)

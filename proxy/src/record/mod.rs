@@ -15,7 +15,7 @@ mod recorder;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -24,9 +24,10 @@ pub use aggregate::{Aggregates, ConnectionStats, QueryStats, Totals, OTHER_FINGE
 pub use collector::{Collector, Consumer};
 pub use latency::{Latency, LatencySummary};
 pub use metric_state::{BucketHistogram, CommandMetrics, BYTES_BUCKETS, SECONDS_BUCKETS};
-pub use recorder::Recorder;
+pub use recorder::{Recorder, RecorderSettings};
 
 use crate::fingerprint::{FingerprintId, Limit, StatementKind};
+use crate::link::LinkSample;
 
 /// Microseconds since the process's recording epoch: compact monotonic
 /// timestamps that all connections share.
@@ -99,6 +100,8 @@ pub struct CommandRecord {
     /// Hashes of key-like values (leading columns of the first rows) of a
     /// multi-row result: a possible parent of an N+1 loop.
     pub sample: Option<Box<[u64]>>,
+    /// The upstream path's base RTT as the kernel last measured it, µs (0: unknown).
+    pub rtt_us: u32,
 }
 
 impl CommandRecord {
@@ -113,13 +116,23 @@ impl CommandRecord {
     }
 }
 
-/// Live state of one connection that the relay updates with plain atomic
-/// stores, so `/connections` can show the command in flight.
+/// Live state of one connection, written by its relay task and read by
+/// `/connections`: the command in flight (plain atomic stores) and the
+/// latest socket readings.
 #[derive(Debug, Default)]
 pub struct LiveConnection {
     /// The command byte in flight plus one; 0 when idle.
     pub current_command: AtomicU64,
     pub current_since_us: AtomicU64,
+    link: Mutex<Option<LiveLink>>,
+}
+
+/// The latest readings of a connection's two sockets.
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub struct LiveLink {
+    pub at_us: u64,
+    pub upstream: LinkSample,
+    pub client: Option<LinkSample>,
 }
 
 impl LiveConnection {
@@ -127,6 +140,18 @@ impl LiveConnection {
         let command = self.current_command.load(Ordering::Relaxed);
         let since = self.current_since_us.load(Ordering::Relaxed);
         command.checked_sub(1).map(|c| (c as u8, since))
+    }
+
+    /// Called by the relay, at most every sample interval. `try_lock` never
+    /// waits: if a reader holds the lock, this reading is skipped.
+    pub fn publish(&self, link: LiveLink) {
+        if let Ok(mut slot) = self.link.try_lock() {
+            *slot = Some(link);
+        }
+    }
+
+    pub fn link(&self) -> Option<LiveLink> {
+        self.link.lock().map(|l| *l).unwrap_or(None)
     }
 }
 
@@ -144,6 +169,8 @@ pub enum Event {
         live: Arc<LiveConnection>,
     },
     Command(CommandRecord),
+    /// A large transfer's limit, or a run of small responses judged latency-bound.
+    Link { conn_id: u64, at_us: u64, measurement: crate::link::Measurement },
     /// The default schema changed (`COM_INIT_DB`, `USE`, change user).
     Schema { conn_id: u64, schema: Option<Arc<str>>, user: Option<Arc<str>> },
     Closed { conn_id: u64, at_us: u64 },

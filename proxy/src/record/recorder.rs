@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
-use super::{micros, CommandRecord, Event, EventSink, LiveConnection, Values};
+use super::{micros, CommandRecord, Event, EventSink, LiveConnection, LiveLink, Values};
+use crate::link::{sample, TransferTracker};
+use tokio::net::TcpStream;
 use crate::fingerprint::{hash_value, FingerprintId, Fingerprinter, Limit, StatementKind};
 use crate::protocol::binary::{binary_row, execute_params, text_row, Param, UNSIGNED_FLAG};
 use crate::protocol::constants::command::{self, *};
@@ -75,7 +77,34 @@ pub struct Recorder {
     /// Capture literal examples (`report.examples`).
     examples: bool,
     sample: RowSample,
+    link: LinkProbe,
 }
+
+/// What a recorder needs to know besides its connection.
+#[derive(Clone, Copy, Debug)]
+pub struct RecorderSettings {
+    /// Capture literal examples (`report.examples`).
+    pub examples: bool,
+    /// Responses at least this large get a link verdict.
+    pub large_transfer: u64,
+    /// How often to read the sockets while a transfer is under way.
+    pub sample_interval_us: u64,
+    /// tcp_rmem max on this host, if known.
+    pub rmem_max: Option<u64>,
+}
+
+/// Reads the kernel's view of both sockets while data flows: every
+/// `sample_interval` during a response, once a second otherwise, never
+/// while idle.
+#[derive(Debug)]
+struct LinkProbe {
+    tracker: TransferTracker,
+    interval_us: u64,
+    last_sample_us: Option<u64>,
+}
+
+/// Between transfers, a reading keeps the RTT fresh for latency verdicts.
+const IDLE_SAMPLE_INTERVAL_US: u64 = 1_000_000;
 
 /// Rows sampled from each response, for linking an N+1 loop to the query
 /// whose results it iterates. Bounded: a few values of a few rows.
@@ -99,7 +128,7 @@ const SAMPLE_MAX_VALUE: usize = 40;
 
 impl Recorder {
     /// `accepted` is when the client connected: the handshake's record starts there.
-    pub fn new(conn_id: u64, sink: EventSink, live: Arc<LiveConnection>, accepted: Instant, examples: bool) -> Recorder {
+    pub fn new(conn_id: u64, sink: EventSink, live: Arc<LiveConnection>, accepted: Instant, settings: RecorderSettings) -> Recorder {
         Recorder {
             conn_id,
             sink,
@@ -111,8 +140,13 @@ impl Recorder {
             statements: HashMap::new(),
             last_prepared: None,
             in_flight: VecDeque::new(),
-            examples,
+            examples: settings.examples,
             sample: RowSample::default(),
+            link: LinkProbe {
+                tracker: TransferTracker::new(settings.large_transfer, settings.rmem_max),
+                interval_us: settings.sample_interval_us,
+                last_sample_us: None,
+            },
         }
     }
 
@@ -151,6 +185,7 @@ impl Recorder {
             trace: None,
             example: None,
             sample: None,
+            rtt_us: 0,
         }
     }
 
@@ -336,6 +371,7 @@ impl Observer for Recorder {
 
     fn response_started(&mut self) {
         let us = micros(self.now);
+        self.link.tracker.response_started(us);
         if let Some(front) = self.in_flight.front_mut() {
             front.record.first_byte_us = Some(us);
         }
@@ -355,6 +391,11 @@ impl Observer for Recorder {
         }
         let ok = s.error.is_none();
         record.last_byte_us = micros(self.now).max(record.request_us);
+        record.rtt_us = self.link.tracker.min_rtt_us;
+        let latency = record.last_byte_us.saturating_sub(record.request_us);
+        if let Some(measurement) = self.link.tracker.finished(record.last_byte_us, s.bytes_down, s.round_trips, latency) {
+            self.sink.send(Event::Link { conn_id: self.conn_id, at_us: record.last_byte_us, measurement });
+        }
         // Connection setup also paid the upstream TCP handshake and greeting.
         record.round_trips = s.round_trips + u32::from(record.command == CONNECT);
         record.bytes_up = s.bytes_up;
@@ -398,8 +439,29 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn arrived(&mut self, _direction: Direction, now: Instant, _len: usize) {
+    fn arrived(&mut self, direction: Direction, now: Instant, _len: usize) {
         self.now = now;
+        if direction == Direction::ToClient {
+            self.link.tracker.read(micros(now));
+        }
+    }
+
+    fn scanned(&mut self, _direction: Direction, client: &TcpStream, upstream: &TcpStream) {
+        let now = micros(self.now);
+        let interval = if self.link.tracker.in_transfer() { self.link.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
+        if self.link.last_sample_us.is_some_and(|last| now.saturating_sub(last) < interval) {
+            return;
+        }
+        self.link.last_sample_us = Some(now);
+        // A socket that cannot be read right now is simply not sampled.
+        let Ok(up) = sample(upstream) else { return };
+        self.link.tracker.sample(&up);
+        let down = sample(client).ok();
+        self.live.publish(LiveLink { at_us: now, upstream: up, client: down });
+    }
+
+    fn held_off(&mut self, held: bool, now: Instant) {
+        self.link.tracker.held_off(held, micros(now));
     }
 
     fn handshake(&mut self, client: SocketAddr, response: &HandshakeResponse41) {

@@ -33,8 +33,7 @@ pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64,
     let accepted = tokio::time::Instant::now();
     let result = match (&shared.events, shared.config.record.enabled) {
         (Some(events), true) => {
-            let examples = shared.config.report.examples;
-            let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, examples);
+            let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, shared.recorder);
             let result = run(&mut client, peer, &shared, &shutdown, &mut recorder).await;
             recorder.closed();
             result

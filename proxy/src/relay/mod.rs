@@ -33,7 +33,7 @@ pub use upstream::DialError;
 
 use crate::protocol::codes;
 use crate::protocol::packets::err_packet;
-use crate::record::EventSink;
+use crate::record::{EventSink, RecorderSettings};
 
 /// Counters the relay keeps; lock-free, read by metrics.
 #[derive(Debug, Default)]
@@ -51,6 +51,7 @@ pub(crate) struct Shared {
     pub config: Arc<Config>,
     pub stats: Arc<RelayStats>,
     pub events: Option<EventSink>,
+    pub recorder: RecorderSettings,
 }
 
 /// The MySQL-facing side of rttscope.
@@ -66,10 +67,17 @@ const MAX_REJECTIONS_IN_FLIGHT: usize = 64;
 
 impl Proxy {
     /// Binds the listener of `config.listen`. With `events`, every
-    /// connection records its commands there.
-    pub async fn bind(config: Arc<Config>, events: Option<EventSink>) -> io::Result<Proxy> {
+    /// connection records its commands there; `rmem_max` (the host's
+    /// tcp_rmem ceiling) sharpens receive-window verdicts.
+    pub async fn bind(config: Arc<Config>, events: Option<EventSink>, rmem_max: Option<u64>) -> io::Result<Proxy> {
         let listener = TcpListener::bind(config.listen).await?;
-        let shared = Arc::new(Shared { config, stats: Arc::default(), events });
+        let recorder = RecorderSettings {
+            examples: config.report.examples,
+            large_transfer: config.link.large_transfer.0,
+            sample_interval_us: config.link.sample_interval.0.as_micros() as u64,
+            rmem_max,
+        };
+        let shared = Arc::new(Shared { config, stats: Arc::default(), events, recorder });
         Ok(Proxy { listener, shared, next_id: 0 })
     }
 

@@ -35,6 +35,11 @@ pub trait Tap: Observer {
     fn arrived(&mut self, _direction: Direction, _now: Instant, _len: usize) {}
     /// The handshake was relayed: who connected, as whom.
     fn handshake(&mut self, _client: SocketAddr, _response: &HandshakeResponse41) {}
+    /// Bytes that arrived were scanned; the sockets may be sampled.
+    fn scanned(&mut self, _direction: Direction, _client: &TcpStream, _upstream: &TcpStream) {}
+    /// rttscope stopped (`true`) or resumed reading upstream because its
+    /// buffer toward the client was full: the client is not keeping up.
+    fn held_off(&mut self, _held: bool, _now: Instant) {}
 }
 
 /// A tap that records nothing.
@@ -74,6 +79,11 @@ impl HalfPipe {
 
     fn is_empty(&self) -> bool {
         self.start == self.end
+    }
+
+    /// No room to read into until the other side takes some.
+    fn is_full(&self) -> bool {
+        self.end == self.buf.len()
     }
 
     /// Reads what `from` has into free space, lets `scan` see the new bytes
@@ -150,8 +160,11 @@ pub async fn pump<T: Tap>(
     let idle = tokio::time::sleep_until(last_activity + idle_timeout);
     tokio::pin!(idle);
 
+    let mut held_off = false;
+
     poll_fn(|cx| loop {
         let mut progress = false;
+        let mut read = None;
 
         // Client → upstream. Stop reading while too many pipelined commands
         // are unanswered; answers will wake us.
@@ -163,10 +176,14 @@ pub async fn pump<T: Tap>(
             |scanner, bytes| {
                 let now = Instant::now();
                 last_activity = now;
+                read = Some(Direction::ToUpstream);
                 tap.arrived(Direction::ToUpstream, now, bytes.len());
                 scanner.scan(bytes, &mut session.client(tap))
             },
         )?;
+        if let Some(direction) = read.take() {
+            tap.scanned(direction, client, upstream);
+        }
         if to_upstream.read_closed && to_upstream.is_empty() {
             return Poll::Ready(Ok(Ended::ClientClosed));
         }
@@ -180,10 +197,20 @@ pub async fn pump<T: Tap>(
             |scanner, bytes| {
                 let now = Instant::now();
                 last_activity = now;
+                read = Some(Direction::ToClient);
                 tap.arrived(Direction::ToClient, now, bytes.len());
                 scanner.scan(bytes, &mut session.upstream(tap))
             },
         )?;
+        if let Some(direction) = read.take() {
+            tap.scanned(direction, client, upstream);
+        }
+        // A full buffer toward the client means we have stopped reading upstream.
+        let full = to_client.is_full();
+        if full != held_off {
+            held_off = full;
+            tap.held_off(full, Instant::now());
+        }
         if to_client.read_closed && to_client.is_empty() {
             if !to_client.scanner.at_boundary() {
                 return Poll::Ready(Err(DecodeError::Truncated(Peer::Upstream).into()));

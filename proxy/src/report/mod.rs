@@ -214,14 +214,20 @@ impl Report {
 
 fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
     let t = a.totals;
-    let recording = Measured { elapsed_us: t.time_us, round_trips: t.round_trips, bytes: t.bytes_up + t.bytes_down, observed_rtt_us: 0 };
+    let recording =
+        Measured { elapsed_us: t.time_us, round_trips: t.round_trips, bytes: t.bytes_up + t.bytes_down, observed_rtt_us: u64::from(a.rtt_us) };
     projections(recording, scenarios, "the recorded work")
         .into_iter()
         .map(|p| {
             let connections = a
                 .connections()
                 .map(|c| {
-                    let m = Measured { elapsed_us: c.latency.sum(), round_trips: c.round_trips, bytes: c.bytes_up + c.bytes_down, observed_rtt_us: 0 };
+                    let m = Measured {
+                        elapsed_us: c.latency.sum(),
+                        round_trips: c.round_trips,
+                        bytes: c.bytes_up + c.bytes_down,
+                        observed_rtt_us: u64::from(c.rtt_us),
+                    };
                     ConnectionProjection { id: c.id, observed_us: m.elapsed_us, projected_us: project(m, p.rtt_us, p.bandwidth_bps) }
                 })
                 .collect();

@@ -30,6 +30,7 @@ fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandR
         trace: None,
         example: None,
         sample: None,
+        rtt_us: 0,
     }
 }
 

@@ -1,0 +1,213 @@
+//! Following one connection's transfers as they happen: when bytes arrive,
+//! how long the pipe stood empty, how long rttscope itself held off because
+//! the client was not reading, and what the kernel said about the upstream
+//! socket meanwhile. At the end of a large response it names the one limit
+//! that held it back. Pure logic: the relay feeds it times and samples.
+
+use super::sample::LinkSample;
+use super::verdict::{Limit, Measurement};
+
+/// Shares of a transfer's time that decide a verdict.
+const CLIENT_READER_SHARE: f64 = 0.25;
+const SERVER_PAUSE_SHARE: f64 = 0.25;
+const WINDOW_IDLE_SHARE: f64 = 0.2;
+/// Small responses judged together for the `latency` verdict.
+const LATENCY_WINDOW: u64 = 1000;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Transfer {
+    first_us: u64,
+    last_read_us: u64,
+    /// Time the pipe stood empty between reads (not counting time held off for the client).
+    idle_us: u64,
+    /// Gaps of several RTTs: the server producing the result slowly.
+    server_pause_us: u64,
+    server_pauses: u32,
+    blocked_us: u64,
+    rtt_sum: u64,
+    rtt_n: u32,
+    min_rtt_us: u32,
+    max_window: u32,
+    max_rcvbuf: u32,
+    samples: u32,
+}
+
+/// Small responses since the last `latency` judgement.
+#[derive(Clone, Copy, Debug, Default)]
+struct Small {
+    responses: u64,
+    round_trips: u64,
+    time_us: u64,
+}
+
+#[derive(Debug)]
+pub struct TransferTracker {
+    large_transfer: u64,
+    current: Option<Transfer>,
+    blocked_since: Option<u64>,
+    small: Small,
+    /// Latest smoothed and base RTT of the upstream socket, µs.
+    pub rtt_us: u32,
+    pub min_rtt_us: u32,
+    /// Largest receive buffer this host allows (tcp_rmem max), if known.
+    rmem_max: Option<u64>,
+}
+
+impl TransferTracker {
+    pub fn new(large_transfer: u64, rmem_max: Option<u64>) -> TransferTracker {
+        TransferTracker { large_transfer, current: None, blocked_since: None, small: Small::default(), rtt_us: 0, min_rtt_us: 0, rmem_max }
+    }
+
+    /// Gaps shorter than this are the ordinary spacing of packets.
+    fn idle_threshold_us(&self) -> u64 {
+        (u64::from(self.rtt_us) / 4).max(1_000)
+    }
+
+    /// Gaps longer than this are the server pausing, not a window.
+    fn pause_threshold_us(&self) -> u64 {
+        (3 * u64::from(self.rtt_us)).max(10_000)
+    }
+
+    pub fn response_started(&mut self, now_us: u64) {
+        self.current = Some(Transfer { first_us: now_us, last_read_us: now_us, min_rtt_us: u32::MAX, ..Transfer::default() });
+    }
+
+    /// Bytes from upstream arrived at `now_us`.
+    pub fn read(&mut self, now_us: u64) {
+        let (idle_threshold, pause_threshold) = (self.idle_threshold_us(), self.pause_threshold_us());
+        let blocked = self.blocked_since.is_some();
+        let Some(t) = self.current.as_mut() else { return };
+        let gap = now_us.saturating_sub(t.last_read_us);
+        if !blocked && gap >= idle_threshold {
+            if gap >= pause_threshold {
+                t.server_pause_us += gap;
+                t.server_pauses += 1;
+            } else {
+                t.idle_us += gap;
+            }
+        }
+        t.last_read_us = now_us;
+    }
+
+    /// rttscope stopped (`true`) or resumed reading upstream because the
+    /// client was not taking what it had.
+    pub fn held_off(&mut self, held: bool, now_us: u64) {
+        match (held, self.blocked_since) {
+            (true, None) => self.blocked_since = Some(now_us),
+            (false, Some(since)) => {
+                self.blocked_since = None;
+                if let Some(t) = self.current.as_mut() {
+                    t.blocked_us += now_us.saturating_sub(since);
+                    // The gap that follows is the client's doing, not the path's.
+                    t.last_read_us = now_us;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A reading of the upstream socket.
+    pub fn sample(&mut self, s: &LinkSample) {
+        if s.rtt_us > 0 {
+            self.rtt_us = s.rtt_us;
+        }
+        if s.base_rtt_us() > 0 {
+            self.min_rtt_us = s.base_rtt_us();
+        }
+        if let Some(t) = self.current.as_mut() {
+            t.samples += 1;
+            if s.rtt_us > 0 {
+                t.rtt_sum += u64::from(s.rtt_us);
+                t.rtt_n += 1;
+            }
+            t.min_rtt_us = t.min_rtt_us.min(s.base_rtt_us().max(1));
+            t.max_window = t.max_window.max(s.advertised_window());
+            t.max_rcvbuf = t.max_rcvbuf.max(s.rcvbuf);
+        }
+    }
+
+    /// Whether a transfer is under way (worth sampling while it lasts).
+    pub fn in_transfer(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// The response ended: a measurement with its limit if it was large;
+    /// or, every thousand small responses, a `latency` judgement when round
+    /// trips were most of their time.
+    pub fn finished(&mut self, now_us: u64, bytes: u64, round_trips: u32, latency_us: u64) -> Option<Measurement> {
+        let t = self.current.take()?;
+        if bytes < self.large_transfer {
+            self.small.responses += 1;
+            self.small.round_trips += u64::from(round_trips);
+            self.small.time_us += latency_us;
+            return self.judge_small();
+        }
+        let duration_us = t.last_read_us.max(now_us).saturating_sub(t.first_us).max(1);
+        let rtt_us = if t.rtt_n > 0 { (t.rtt_sum / u64::from(t.rtt_n)) as u32 } else { self.rtt_us };
+        let base_rtt_us = if t.min_rtt_us == u32::MAX { self.min_rtt_us } else { t.min_rtt_us };
+        let throughput = (u128::from(bytes) * 1_000_000 / u128::from(duration_us)) as u64;
+        let bytes_per_rtt = (u128::from(throughput) * u128::from(base_rtt_us.max(1)) / 1_000_000) as u64;
+        let share = |v: u64| v as f64 / duration_us as f64;
+        let at_rmem_ceiling = self.rmem_max.is_some_and(|max| u64::from(t.max_rcvbuf) >= max * 9 / 10);
+        let limit = if share(t.blocked_us) >= CLIENT_READER_SHARE {
+            Limit::ClientReader
+        } else if share(t.server_pause_us) >= SERVER_PAUSE_SHARE {
+            Limit::Server
+        } else if share(t.idle_us) >= WINDOW_IDLE_SHARE {
+            // Bursts then silence: a window, ours or the server's.
+            let window = u64::from(t.max_window);
+            if bytes_per_rtt * 16 >= window * 10 || at_rmem_ceiling { Limit::ReceiveWindow } else { Limit::Sender }
+        } else {
+            Limit::Link
+        };
+        Some(Measurement {
+            limit,
+            bytes,
+            duration_us,
+            throughput,
+            rtt_us,
+            base_rtt_us,
+            bytes_per_rtt,
+            advertised_window: u64::from(t.max_window),
+            receive_buffer: u64::from(t.max_rcvbuf),
+            idle_us: t.idle_us,
+            held_off_us: t.blocked_us,
+            server_pauses: t.server_pauses,
+            server_pause_us: t.server_pause_us,
+            samples: t.samples,
+            round_trips: u64::from(round_trips),
+        })
+    }
+
+    fn judge_small(&mut self) -> Option<Measurement> {
+        if self.small.responses < LATENCY_WINDOW {
+            return None;
+        }
+        let s = std::mem::take(&mut self.small);
+        let rtt = u64::from(self.min_rtt_us);
+        // Round trips are most of the time when each one costs about an RTT.
+        if rtt == 0 || s.round_trips.saturating_mul(rtt) * 2 < s.time_us {
+            return None;
+        }
+        Some(Measurement {
+            limit: Limit::Latency,
+            bytes: 0,
+            duration_us: s.time_us,
+            throughput: 0,
+            rtt_us: self.rtt_us,
+            base_rtt_us: self.min_rtt_us,
+            bytes_per_rtt: 0,
+            advertised_window: 0,
+            receive_buffer: 0,
+            idle_us: 0,
+            held_off_us: 0,
+            server_pauses: 0,
+            server_pause_us: 0,
+            samples: 0,
+            round_trips: s.round_trips,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
