@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::admin::{self, AdminState};
 use crate::findings::{FindingsConsumer, FindingsEngine};
+use crate::inject::InjectControl;
 use crate::link::{self, Links, LinksConsumer};
 use crate::record::{micros, Aggregates, Collector, EventSink};
 use crate::relay::Proxy;
@@ -33,7 +34,11 @@ impl Rttscope {
         let dropped = sink.dropped_counter();
         let events = config.record.enabled.then_some(sink);
         let sysctls = link::startup_check(&config);
-        let proxy = Proxy::bind(config.clone(), events, sysctls.tcp_rmem.map(|[_, _, max]| max)).await?;
+        let inject = Arc::new(InjectControl::new(config.inject.clone()));
+        if config.inject.is_active() {
+            tracing::info!("emulated link on: {}", crate::inject::describe(&config.inject));
+        }
+        let proxy = Proxy::bind(config.clone(), events, Some(inject.clone()), sysctls.tcp_rmem.map(|[_, _, max]| max)).await?;
         let admin = TcpListener::bind(config.admin).await.map_err(|e| io::Error::new(e.kind(), format!("admin API on {}: {e}", config.admin)))?;
         let findings = Arc::new(Mutex::new(FindingsEngine::new(config.findings.clone())));
         let expected_bps = config.link.expected_bandwidth.map(|b| b.bits_per_second());
@@ -43,6 +48,7 @@ impl Rttscope {
             aggregates: aggregates.clone(),
             findings: findings.clone(),
             links: links.clone(),
+            inject,
             relay: proxy.stats(),
             dropped,
         });

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use rttscope_config::{ReportFormat, UpstreamAddr};
+use rttscope_config::{Bandwidth, ByteSize, HumanDuration, Percent, ReportFormat, UpstreamAddr};
 
 /// A MySQL wire-protocol proxy that shows where the time goes when the
 /// database is far away.
@@ -33,6 +33,38 @@ pub enum Command {
     CheckConfig {
         /// The YAML file to check.
         file: PathBuf,
+    },
+    /// Show or change a running rttscope's emulated link. Without changes,
+    /// prints the current one; given values replace just those keys.
+    Inject {
+        /// Base URL of a running rttscope's admin API
+        /// [default: the config's admin address, else http://127.0.0.1:6070].
+        #[arg(long, value_name = "URL")]
+        admin: Option<String>,
+        /// Round-trip time to add, e.g. 15ms (each direction gets half).
+        #[arg(long, allow_hyphen_values = true)]
+        rtt: Option<HumanDuration>,
+        /// Delay variation per direction, at most rtt/2.
+        #[arg(long, allow_hyphen_values = true)]
+        jitter: Option<HumanDuration>,
+        /// Bandwidth per direction, e.g. 34mbit.
+        #[arg(long)]
+        bandwidth: Option<Bandwidth>,
+        /// At most this many bytes in flight per round trip, e.g. 32KiB.
+        #[arg(long)]
+        window: Option<ByteSize>,
+        /// Only connections of these users (repeatable).
+        #[arg(long = "user", value_name = "USER")]
+        users: Vec<String>,
+        /// Only connections on these schemas (repeatable).
+        #[arg(long = "schema", value_name = "SCHEMA")]
+        schemas: Vec<String>,
+        /// Only this share of connections, e.g. 25%.
+        #[arg(long)]
+        percent: Option<Percent>,
+        /// Turn the emulated link off.
+        #[arg(long, conflicts_with_all = ["rtt", "jitter", "bandwidth", "window", "users", "schemas", "percent"])]
+        off: bool,
     },
     /// Render a report: from a running rttscope's admin API, or from a
     /// saved JSON report.

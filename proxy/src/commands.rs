@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use rttscope_config::{Config, ReportFormat};
+use rttscope_config::{Bandwidth, ByteSize, Config, HumanDuration, Inject, Percent, ReportFormat};
 
 use crate::admin::client;
 use crate::report::{render_html, render_text, Report, SCHEMA_VERSION};
@@ -63,6 +63,90 @@ pub fn report(file: Option<&Path>, admin: &str, format: ReportFormat, output: Op
             print!("{rendered}");
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// Changes to the emulated link asked for on the command line.
+#[derive(Default)]
+pub struct InjectChanges {
+    pub rtt: Option<HumanDuration>,
+    pub jitter: Option<HumanDuration>,
+    pub bandwidth: Option<Bandwidth>,
+    pub window: Option<ByteSize>,
+    pub users: Vec<String>,
+    pub schemas: Vec<String>,
+    pub percent: Option<Percent>,
+    pub off: bool,
+}
+
+impl InjectChanges {
+    fn is_empty(&self) -> bool {
+        !self.off
+            && self.rtt.is_none()
+            && self.jitter.is_none()
+            && self.bandwidth.is_none()
+            && self.window.is_none()
+            && self.users.is_empty()
+            && self.schemas.is_empty()
+            && self.percent.is_none()
+    }
+
+    fn apply(self, mut inject: Inject) -> Inject {
+        if self.off {
+            return Inject::default();
+        }
+        if let Some(v) = self.rtt {
+            inject.rtt = v;
+        }
+        if let Some(v) = self.jitter {
+            inject.jitter = v;
+        }
+        if self.bandwidth.is_some() {
+            inject.bandwidth = self.bandwidth;
+        }
+        if self.window.is_some() {
+            inject.window = self.window;
+        }
+        if !self.users.is_empty() {
+            inject.scope.users = self.users;
+        }
+        if !self.schemas.is_empty() {
+            inject.scope.schemas = self.schemas;
+        }
+        if let Some(p) = self.percent {
+            inject.scope.percent = p;
+        }
+        inject
+    }
+}
+
+/// `rttscope inject`: show the emulated link, or change the given keys.
+pub fn inject(admin: &str, changes: InjectChanges) -> ExitCode {
+    let current = match client::get(admin, "/inject").map(|body| serde_json::from_str::<Inject>(&body)) {
+        Ok(Ok(current)) => current,
+        Ok(Err(e)) => return fail(&format!("{admin}/inject answered something that is not an inject setting: {e}")),
+        Err(e) => return fail(&e.to_string()),
+    };
+    let result = if changes.is_empty() {
+        Ok(current)
+    } else {
+        let wanted = changes.apply(current);
+        match serde_json::to_string(&wanted) {
+            Ok(body) => client::put_json(admin, "/inject", &body).and_then(|reply| {
+                serde_json::from_str::<Inject>(&reply).map_err(|e| client::ClientError::Unreachable { url: admin.to_owned(), reason: e.to_string() })
+            }),
+            Err(e) => return fail(&e.to_string()),
+        }
+    };
+    match result {
+        Ok(inject) => {
+            match serde_yaml::to_string(&inject) {
+                Ok(yaml) => print!("# emulated link: {}\n{yaml}", if inject.is_active() { "on" } else { "off" }),
+                Err(e) => return fail(&e.to_string()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
     }
 }
 

@@ -14,6 +14,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::CheckConfig { ref file }) => commands::check_config(file),
+        Some(Command::Inject { ref admin, rtt, jitter, bandwidth, window, ref users, ref schemas, percent, off }) => {
+            let admin = admin.clone().unwrap_or_else(|| default_admin_url(&cli));
+            let changes = commands::InjectChanges { rtt, jitter, bandwidth, window, users: users.clone(), schemas: schemas.clone(), percent, off };
+            commands::inject(&admin, changes)
+        }
         Some(Command::Report { ref file, ref admin, format, ref output }) => {
             let admin = admin.clone().unwrap_or_else(|| default_admin_url(&cli));
             commands::report(file.as_deref(), &admin, format, output.as_deref())

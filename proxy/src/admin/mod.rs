@@ -1,5 +1,6 @@
 //! The admin HTTP API: `/metrics` (Prometheus text), `/report` (JSON, or
-//! `?format=text|html`), `/connections` (live), `/healthz`, `POST /reset`.
+//! `?format=text|html`), `/connections` (live), `GET/PUT /inject` (the
+//! emulated link, replaced live), `/healthz`, `POST /reset`.
 //! It reads what the collector aggregated; nothing here touches the
 //! forwarding path.
 
@@ -15,11 +16,12 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rttscope_config::{Config, ReportFormat};
+use rttscope_config::{Config, Inject, ReportFormat};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
 use crate::findings::FindingsEngine;
+use crate::inject::InjectControl;
 use crate::link::Links;
 use crate::protocol::constants::command;
 use crate::record::{micros, Aggregates, LiveLink};
@@ -33,6 +35,7 @@ pub struct AdminState {
     pub aggregates: Arc<Mutex<Aggregates>>,
     pub findings: Arc<Mutex<FindingsEngine>>,
     pub links: Arc<Mutex<Links>>,
+    pub inject: Arc<InjectControl>,
     pub relay: Arc<RelayStats>,
     pub dropped: Arc<AtomicU64>,
 }
@@ -91,6 +94,11 @@ impl AdminState {
         let l = self.links();
         w.histogram("rttscope_upstream_rtt_seconds", "Upstream base RTT as the kernel measured it, per command.", &l.rtt);
         w.labelled_counter("rttscope_link_transfers_total", "Large transfers (and runs of small responses), by the limit that held them back.", "limit", l.totals.iter().map(|(k, (n, _))| (*k, *n)));
+        drop(l);
+        let inject = self.inject.current();
+        w.gauge("rttscope_inject_active", "1 when an emulated link is on.", if inject.is_active() { 1.0 } else { 0.0 });
+        w.gauge("rttscope_inject_rtt_seconds", "The emulated round-trip time.", inject.rtt.0.as_secs_f64());
+        let l = self.links();
         w.labelled_gauge(
             "rttscope_link_limited_seconds_total",
             "Time transfers spent held back by each limit.",
@@ -119,6 +127,7 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/connections", get(connections_handler))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/reset", post(reset_handler))
+        .route("/inject", get(get_inject).put(put_inject))
         .with_state(state)
 }
 
@@ -197,6 +206,25 @@ async fn connections_handler(State(state): State<Arc<AdminState>>) -> Json<Vec<L
         })
         .collect();
     Json(views)
+}
+
+async fn get_inject(State(state): State<Arc<AdminState>>) -> Json<Inject> {
+    Json(state.inject.current().as_ref().clone())
+}
+
+/// Replaces the emulated link for existing and new connections at once.
+/// Bad values are refused whole, naming each key.
+async fn put_inject(State(state): State<Arc<AdminState>>, body: String) -> Response {
+    match Inject::from_json(&body) {
+        Ok(inject) => {
+            state.inject.replace(inject.clone());
+            Json(inject).into_response()
+        }
+        Err(e) => {
+            let problems: Vec<_> = e.problems().into_iter().map(|p| serde_json::json!({"key": p.path, "message": p.message})).collect();
+            (StatusCode::BAD_REQUEST, Json(serde_json::json!({"error": e.to_string(), "problems": problems}))).into_response()
+        }
+    }
 }
 
 async fn reset_handler(State(state): State<Arc<AdminState>>) -> Response {

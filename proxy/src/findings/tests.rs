@@ -72,6 +72,7 @@ fn record(conn: u64, command: u8, sql: &str, rows: u64, at_us: u64, latency_us: 
         example: None,
         sample: None,
         rtt_us: 0,
+        injected_us: 0,
     }
 }
 

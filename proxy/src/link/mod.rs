@@ -5,7 +5,6 @@
 //! SO_RCVBUF itself (unless an experiment asks): autotuning stays on.
 
 pub mod sample;
-mod sockinfo;
 pub mod sysctl;
 pub mod transfer;
 pub mod verdict;

@@ -7,7 +7,7 @@ use std::os::fd::AsRawFd;
 use serde::{Deserialize, Serialize};
 use socket2::SockRef;
 
-use super::sockinfo::{queued, tcp_info};
+use crate::sys::{queued, tcp_info};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkSample {

@@ -43,6 +43,8 @@ pub struct QueryStats {
     pub folded: u64,
     /// One literal example (only recorded with `report.examples`).
     pub example: Option<Box<str>>,
+    /// Of the latency sum, what an emulated link added, µs.
+    pub injected_us: u64,
 }
 
 impl QueryStats {
@@ -66,6 +68,7 @@ impl QueryStats {
             last_seen_us: at_us,
             folded: 0,
             example: None,
+            injected_us: 0,
         }
     }
 
@@ -90,6 +93,7 @@ impl QueryStats {
         self.max_down = self.max_down.max(r.bytes_down);
         self.first_seen_us = self.first_seen_us.min(r.request_us);
         self.last_seen_us = self.last_seen_us.max(r.last_byte_us);
+        self.injected_us += r.injected_us;
         if self.example.is_none() {
             self.example.clone_from(&r.example);
         }
@@ -114,6 +118,7 @@ impl QueryStats {
         self.max_down = self.max_down.max(other.max_down);
         self.first_seen_us = self.first_seen_us.min(other.first_seen_us);
         self.last_seen_us = self.last_seen_us.max(other.last_seen_us);
+        self.injected_us += other.injected_us;
         self.folded += other.folded.max(1);
     }
 }
@@ -157,6 +162,8 @@ pub struct Totals {
     pub bytes_down: u64,
     pub rows: u64,
     pub connections: u64,
+    /// Of `time_us`, what an emulated link added.
+    pub injected_us: u64,
 }
 
 #[derive(Debug)]
@@ -246,6 +253,7 @@ impl Aggregates {
         t.errors += u64::from(r.error.is_some());
         t.round_trips += u64::from(r.round_trips);
         t.time_us += r.latency_us();
+        t.injected_us += r.injected_us;
         t.bytes_up += r.bytes_up;
         t.bytes_down += r.bytes_down;
         t.rows += r.rows;

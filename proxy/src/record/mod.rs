@@ -102,6 +102,8 @@ pub struct CommandRecord {
     pub sample: Option<Box<[u64]>>,
     /// The upstream path's base RTT as the kernel last measured it, µs (0: unknown).
     pub rtt_us: u32,
+    /// Of the command's time, how much an emulated link added, µs.
+    pub injected_us: u64,
 }
 
 impl CommandRecord {

@@ -67,7 +67,12 @@ pub struct Recorder {
     conn_id: u64,
     sink: EventSink,
     live: Arc<LiveConnection>,
+    /// The current chunk's time as the client lives it.
     now: Instant,
+    /// When the current chunk reached rttscope.
+    arrival: Instant,
+    /// How long an emulated link holds the current chunk, µs.
+    hold_us: u64,
     started_us: Option<u64>,
     fingerprinter: Fingerprinter,
     texts: HashMap<FingerprintId, Arc<str>>,
@@ -134,6 +139,8 @@ impl Recorder {
             sink,
             live,
             now: accepted,
+            arrival: accepted,
+            hold_us: 0,
             started_us: Some(micros(accepted)),
             fingerprinter: Fingerprinter::new(),
             texts: HashMap::new(),
@@ -186,6 +193,7 @@ impl Recorder {
             example: None,
             sample: None,
             rtt_us: 0,
+            injected_us: 0,
         }
     }
 
@@ -285,6 +293,8 @@ impl Observer for Recorder {
     fn command(&mut self, c: &CommandPacket<'_>) {
         let mut record = self.blank(c.command);
         let (mut prepare, mut schema, mut user) = (None, None, None);
+        // The emulated link held the request this long on its way up.
+        record.injected_us = self.hold_us;
         match c.command {
             COM_QUERY => {
                 self.sql(&mut record, c.payload);
@@ -371,7 +381,7 @@ impl Observer for Recorder {
 
     fn response_started(&mut self) {
         let us = micros(self.now);
-        self.link.tracker.response_started(us);
+        self.link.tracker.response_started(micros(self.arrival));
         if let Some(front) = self.in_flight.front_mut() {
             front.record.first_byte_us = Some(us);
         }
@@ -392,8 +402,10 @@ impl Observer for Recorder {
         let ok = s.error.is_none();
         record.last_byte_us = micros(self.now).max(record.request_us);
         record.rtt_us = self.link.tracker.min_rtt_us;
+        // ... and the end of the response this long on its way down.
+        record.injected_us += self.hold_us;
         let latency = record.last_byte_us.saturating_sub(record.request_us);
-        if let Some(measurement) = self.link.tracker.finished(record.last_byte_us, s.bytes_down, s.round_trips, latency) {
+        if let Some(measurement) = self.link.tracker.finished(micros(self.arrival), s.bytes_down, s.round_trips, latency) {
             self.sink.send(Event::Link { conn_id: self.conn_id, at_us: record.last_byte_us, measurement });
         }
         // Connection setup also paid the upstream TCP handshake and greeting.
@@ -439,15 +451,23 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn arrived(&mut self, direction: Direction, now: Instant, _len: usize) {
-        self.now = now;
+    fn arrived(&mut self, direction: Direction, arrived: Instant, released: Instant, _len: usize) {
+        // Times are as the client lives them: a request when it sent it, a
+        // response when it gets it (later than its arrival here only on an
+        // emulated link, by the time the link held it).
+        self.hold_us = micros(released).saturating_sub(micros(arrived));
+        self.now = match direction {
+            Direction::ToUpstream => arrived,
+            Direction::ToClient => released,
+        };
+        self.arrival = arrived;
         if direction == Direction::ToClient {
-            self.link.tracker.read(micros(now));
+            self.link.tracker.read(micros(arrived));
         }
     }
 
     fn scanned(&mut self, _direction: Direction, client: &TcpStream, upstream: &TcpStream) {
-        let now = micros(self.now);
+        let now = micros(self.arrival);
         let interval = if self.link.tracker.in_transfer() { self.link.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
         if self.link.last_sample_us.is_some_and(|last| now.saturating_sub(last) < interval) {
             return;

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::RelayError;
 use super::handshake::{relay_greeting, relay_response, Greeting};
-use super::pump::{pump, Ended, NoTap, PumpSettings, Tap};
+use super::pump::{pump, Ended, InjectBinding, NoTap, PumpSettings, Tap};
 use super::upstream::dial;
 use super::Shared;
 use crate::protocol::codes;
@@ -34,11 +34,11 @@ pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64,
     let result = match (&shared.events, shared.config.record.enabled) {
         (Some(events), true) => {
             let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, shared.recorder);
-            let result = run(&mut client, peer, &shared, &shutdown, &mut recorder).await;
+            let result = run(&mut client, peer, conn_id, &shared, &shutdown, &mut recorder).await;
             recorder.closed();
             result
         }
-        _ => run(&mut client, peer, &shared, &shutdown, &mut NoTap).await,
+        _ => run(&mut client, peer, conn_id, &shared, &shutdown, &mut NoTap).await,
     };
     let elapsed_ms = accepted.elapsed().as_millis() as u64;
     match result {
@@ -55,6 +55,7 @@ pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64,
 async fn run<T: Tap>(
     client: &mut TcpStream,
     peer: SocketAddr,
+    conn_id: u64,
     shared: &Shared,
     shutdown: &CancellationToken,
     tap: &mut T,
@@ -96,9 +97,16 @@ async fn run<T: Tap>(
     );
     tap.handshake(peer, &established.response);
     let mut session = established.session;
+    let inject = shared.inject.as_ref().map(|control| InjectBinding {
+        control: control.clone(),
+        conn_id,
+        user: established.response.user.clone(),
+        schema: established.response.schema.clone(),
+    });
     let settings = PumpSettings {
         buffer_size: config.relay.buffer_size.0 as usize,
         idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
+        inject,
     };
     pump(client, &mut upstream, &mut session, tap, &settings, shutdown).await.map(Outcome::Pumped)
 }

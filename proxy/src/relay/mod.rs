@@ -10,7 +10,9 @@
 mod connection;
 mod error;
 mod handshake;
+mod pipe;
 pub mod pump;
+mod tap;
 mod upstream;
 
 use std::future::Future;
@@ -33,6 +35,7 @@ pub use upstream::DialError;
 
 use crate::protocol::codes;
 use crate::protocol::packets::err_packet;
+use crate::inject::InjectControl;
 use crate::record::{EventSink, RecorderSettings};
 
 /// Counters the relay keeps; lock-free, read by metrics.
@@ -52,6 +55,8 @@ pub(crate) struct Shared {
     pub stats: Arc<RelayStats>,
     pub events: Option<EventSink>,
     pub recorder: RecorderSettings,
+    /// The emulated link, changeable at run time.
+    pub inject: Option<Arc<InjectControl>>,
 }
 
 /// The MySQL-facing side of rttscope.
@@ -69,7 +74,12 @@ impl Proxy {
     /// Binds the listener of `config.listen`. With `events`, every
     /// connection records its commands there; `rmem_max` (the host's
     /// tcp_rmem ceiling) sharpens receive-window verdicts.
-    pub async fn bind(config: Arc<Config>, events: Option<EventSink>, rmem_max: Option<u64>) -> io::Result<Proxy> {
+    pub async fn bind(
+        config: Arc<Config>,
+        events: Option<EventSink>,
+        inject: Option<Arc<InjectControl>>,
+        rmem_max: Option<u64>,
+    ) -> io::Result<Proxy> {
         let listener = TcpListener::bind(config.listen).await?;
         let recorder = RecorderSettings {
             examples: config.report.examples,
@@ -77,7 +87,7 @@ impl Proxy {
             sample_interval_us: config.link.sample_interval.0.as_micros() as u64,
             rmem_max,
         };
-        let shared = Arc::new(Shared { config, stats: Arc::default(), events, recorder });
+        let shared = Arc::new(Shared { config, stats: Arc::default(), events, recorder, inject });
         Ok(Proxy { listener, shared, next_id: 0 })
     }
 

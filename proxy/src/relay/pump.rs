@@ -1,51 +1,25 @@
 //! The forwarding loop. One task drives both directions of a connection
 //! from a single `poll_fn`: read what arrived, let the state machine see it,
-//! write it on at once. Each direction owns one fixed buffer, so memory per
-//! connection is two buffers whatever the result size; a full buffer stops
-//! reading from that side, which is backpressure all the way to the peer's
-//! TCP window. Nothing is shared between connections and nothing is locked.
+//! write it on at once (or when an emulated link releases it). Each
+//! direction owns one buffer, so memory per connection is bounded whatever
+//! the result size; a full buffer stops reading from that side, which is
+//! backpressure all the way to the peer's TCP window. Nothing is shared
+//! between connections and nothing is locked.
 
 use std::future::{poll_fn, Future};
-use std::io;
-use std::net::SocketAddr;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::error::RelayError;
-use crate::protocol::handshake::HandshakeResponse41;
-use crate::protocol::{DecodeError, Observer, PacketScanner, Peer, Session};
-
-/// Which way bytes flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Direction {
-    ToUpstream,
-    ToClient,
-}
-
-/// An observer that is also told when bytes arrive. Called on the
-/// forwarding path: implementations must be quick and must not block.
-pub trait Tap: Observer {
-    /// `len` bytes were read at `now`, before the state machine sees them.
-    fn arrived(&mut self, _direction: Direction, _now: Instant, _len: usize) {}
-    /// The handshake was relayed: who connected, as whom.
-    fn handshake(&mut self, _client: SocketAddr, _response: &HandshakeResponse41) {}
-    /// Bytes that arrived were scanned; the sockets may be sampled.
-    fn scanned(&mut self, _direction: Direction, _client: &TcpStream, _upstream: &TcpStream) {}
-    /// rttscope stopped (`true`) or resumed reading upstream because its
-    /// buffer toward the client was full: the client is not keeping up.
-    fn held_off(&mut self, _held: bool, _now: Instant) {}
-}
-
-/// A tap that records nothing.
-pub struct NoTap;
-impl Observer for NoTap {}
-impl Tap for NoTap {}
+use super::pipe::HalfPipe;
+pub use super::tap::{Direction, NoTap, Tap};
+use crate::inject::{self, InjectControl};
+use crate::protocol::{DecodeError, Peer, Session};
 
 /// How a pump ended without an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,77 +31,24 @@ pub enum Ended {
     Drained,
 }
 
-/// Bytes read from one side and not yet written to the other.
-struct HalfPipe {
-    buf: Box<[u8]>,
-    /// Next byte to write.
-    start: usize,
-    /// End of the bytes read.
-    end: usize,
-    scanner: PacketScanner,
-    read_closed: bool,
+/// A connection's place on the emulated link: which settings it follows
+/// and who it is, for the scope.
+pub struct InjectBinding {
+    pub control: Arc<InjectControl>,
+    pub conn_id: u64,
+    pub user: String,
+    pub schema: Option<String>,
 }
 
-impl HalfPipe {
-    fn new(size: usize) -> HalfPipe {
-        HalfPipe { buf: vec![0; size].into_boxed_slice(), start: 0, end: 0, scanner: PacketScanner::new(), read_closed: false }
-    }
-
-    fn can_read(&self) -> bool {
-        !self.read_closed && self.end < self.buf.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.start == self.end
-    }
-
-    /// No room to read into until the other side takes some.
-    fn is_full(&self) -> bool {
-        self.end == self.buf.len()
-    }
-
-    /// Reads what `from` has into free space, lets `scan` see the new bytes
-    /// before anyone else does, then writes what it can to `to`. Returns
-    /// whether anything moved.
-    fn poll_step(
-        &mut self,
-        cx: &mut Context<'_>,
-        (from, from_peer): (&mut TcpStream, Peer),
-        (to, to_peer): (&mut TcpStream, Peer),
-        may_read: bool,
-        scan: impl FnOnce(&mut PacketScanner, &[u8]) -> Result<(), DecodeError>,
-    ) -> Result<bool, RelayError> {
-        let mut moved = false;
-        if may_read && self.can_read() {
-            let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
-            if let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) {
-                read.map_err(|e| RelayError::io(from_peer, e))?;
-                moved = true;
-                let n = rb.filled().len();
-                if n == 0 {
-                    self.read_closed = true;
-                } else {
-                    let new = self.end..self.end + n;
-                    self.end += n;
-                    scan(&mut self.scanner, &self.buf[new])?;
-                }
-            }
+impl InjectBinding {
+    /// Applies the current settings to both directions.
+    fn apply(&self, to_upstream: &mut HalfPipe, to_client: &mut HalfPipe) {
+        let settings = self.control.current();
+        let on = inject::in_scope(&settings, self.conn_id, &self.user, self.schema.as_deref());
+        for (pipe, direction, salt) in [(to_upstream, Direction::ToUpstream, 1), (to_client, Direction::ToClient, 2)] {
+            let model = if on { inject::model(&settings, direction) } else { inject::OneWayModel::default() };
+            pipe.set_link(model, self.conn_id.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ salt);
         }
-        if !self.is_empty()
-            && let Poll::Ready(written) = Pin::new(to).poll_write(cx, &self.buf[self.start..self.end])
-        {
-            let n = written.map_err(|e| RelayError::io(to_peer, e))?;
-            if n == 0 {
-                return Err(RelayError::io(to_peer, io::ErrorKind::WriteZero.into()));
-            }
-            moved = true;
-            self.start += n;
-            if self.start == self.end {
-                self.start = 0;
-                self.end = 0;
-            }
-        }
-        Ok(moved)
     }
 }
 
@@ -136,6 +57,7 @@ pub struct PumpSettings {
     pub buffer_size: usize,
     /// Close after this long without a byte either way; `None` for never.
     pub idle_timeout: Option<Duration>,
+    pub inject: Option<InjectBinding>,
 }
 
 /// Forwards until one side closes, the connection idles out, or shutdown
@@ -161,10 +83,19 @@ pub async fn pump<T: Tap>(
     tokio::pin!(idle);
 
     let mut held_off = false;
+    let mut link_generation = 0;
 
     poll_fn(|cx| loop {
         let mut progress = false;
         let mut read = None;
+        // One atomic load per turn; the settings are read only when they changed.
+        if let Some(binding) = &settings.inject {
+            let generation = binding.control.generation();
+            if generation != link_generation {
+                link_generation = generation;
+                binding.apply(&mut to_upstream, &mut to_client);
+            }
+        }
 
         // Client → upstream. Stop reading while too many pipelined commands
         // are unanswered; answers will wake us.
@@ -173,11 +104,10 @@ pub async fn pump<T: Tap>(
             (&mut *client, Peer::Client),
             (&mut *upstream, Peer::Upstream),
             session.accepts_commands(),
-            |scanner, bytes| {
-                let now = Instant::now();
-                last_activity = now;
+            |scanner, bytes, arrived, released| {
+                last_activity = arrived;
                 read = Some(Direction::ToUpstream);
-                tap.arrived(Direction::ToUpstream, now, bytes.len());
+                tap.arrived(Direction::ToUpstream, arrived, released, bytes.len());
                 scanner.scan(bytes, &mut session.client(tap))
             },
         )?;
@@ -194,22 +124,21 @@ pub async fn pump<T: Tap>(
             (&mut *upstream, Peer::Upstream),
             (&mut *client, Peer::Client),
             true,
-            |scanner, bytes| {
-                let now = Instant::now();
-                last_activity = now;
+            |scanner, bytes, arrived, released| {
+                last_activity = arrived;
                 read = Some(Direction::ToClient);
-                tap.arrived(Direction::ToClient, now, bytes.len());
+                tap.arrived(Direction::ToClient, arrived, released, bytes.len());
                 scanner.scan(bytes, &mut session.upstream(tap))
             },
         )?;
         if let Some(direction) = read.take() {
             tap.scanned(direction, client, upstream);
         }
-        // A full buffer toward the client means we have stopped reading upstream.
-        let full = to_client.is_full();
-        if full != held_off {
-            held_off = full;
-            tap.held_off(full, Instant::now());
+        // A full buffer the client does not drain: we have stopped reading upstream for it.
+        let held = to_client.held_off_by_peer();
+        if held != held_off {
+            held_off = held;
+            tap.held_off(held, Instant::now());
         }
         if to_client.read_closed && to_client.is_empty() {
             if !to_client.scanner.at_boundary() {

@@ -56,6 +56,14 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
         count(t.rows),
         count(t.connections)
     )?;
+    if t.injected_us > 0 {
+        writeln!(
+            o,
+            "<p>Emulated link: <b>{}</b> of the time in commands; the server's own and the real path's: <b>{}</b>.</p>",
+            us(t.injected_us),
+            us(t.time_us.saturating_sub(t.injected_us))
+        )?;
+    }
     if t.events_dropped > 0 {
         writeln!(o, "<p class=\"muted\">{} records dropped: the collector fell behind (forwarding never waits).</p>", count(t.events_dropped))?;
     }

@@ -80,6 +80,9 @@ pub struct Totals {
     pub connections: u64,
     /// Records lost because the collector fell behind (forwarding never waits).
     pub events_dropped: u64,
+    /// Of `time_us`, what the emulated link added (0 without injection).
+    #[serde(default)]
+    pub injected_us: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -110,6 +113,10 @@ pub struct QueryReport {
     /// Statement classes folded into the `other` bucket (0 otherwise).
     #[serde(default)]
     pub folded: u64,
+    /// Of `latency_us.sum`, what the emulated link added; the rest is the
+    /// server's own time (0 without injection).
+    #[serde(default)]
+    pub injected_us: u64,
     /// A literal example; only with `report.examples: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example: Option<String>,
@@ -202,6 +209,7 @@ impl Report {
                 rows: t.rows,
                 connections: t.connections,
                 events_dropped: extras.events_dropped,
+                injected_us: t.injected_us,
             },
             queries,
             connections,
@@ -259,6 +267,7 @@ fn query_report(q: &QueryStats, total_time: f64) -> QueryReport {
         time_share: q.latency.sum() as f64 / total_time,
         distribution: q.latency.distribution().into_iter().map(|(u, c)| [u, c]).collect(),
         folded: q.folded,
+        injected_us: q.injected_us,
         example: q.example.as_deref().map(str::to_owned),
         fingerprint_id: id,
     }

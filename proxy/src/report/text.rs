@@ -38,6 +38,14 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         bytes(t.bytes_down),
         count(t.rows)
     )?;
+    if t.injected_us > 0 {
+        writeln!(
+            o,
+            "#         of which {} emulated link, {} the server's own and the real path's",
+            us(t.injected_us),
+            us(t.time_us.saturating_sub(t.injected_us))
+        )?;
+    }
     if t.events_dropped > 0 {
         writeln!(o, "#         {} records dropped: the collector fell behind (forwarding never waits)", count(t.events_dropped))?;
     }
@@ -113,6 +121,9 @@ fn write_query(o: &mut String, rank: usize, q: &QueryReport) -> std::fmt::Result
     writeln!(o, "#   to last byte   p50 {}  p95 {}  p99 {}  max {}  total {}", us(l.p50), us(l.p95), us(l.p99), us(l.max), us(l.sum))?;
     let f = &q.first_byte_us;
     writeln!(o, "#   to first byte  p50 {}  p95 {}  p99 {}  max {}", us(f.p50), us(f.p95), us(f.p99), us(f.max))?;
+    if q.injected_us > 0 {
+        writeln!(o, "#   emulated link  {} of the {} total; the server's own {}", us(q.injected_us), us(l.sum), us(l.sum.saturating_sub(q.injected_us)))?;
+    }
     writeln!(o, "#   rows {} (max {}), {} up, {} down (largest response {})", count(q.rows.sum), count(q.rows.max), bytes(q.bytes.up), bytes(q.bytes.down), bytes(q.bytes.max_down))?;
     let commands: Vec<String> = q.commands.iter().map(|(c, n)| format!("{c} {}", count(*n))).collect();
     writeln!(o, "#   commands {}", commands.join(", "))?;

@@ -31,6 +31,7 @@ fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandR
         example: None,
         sample: None,
         rtt_us: 0,
+        injected_us: 0,
     }
 }
 

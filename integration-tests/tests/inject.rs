@@ -1,0 +1,180 @@
+//! The emulated link as a team uses it: a configured RTT that every round
+//! trip pays, the article's loop slowed as predicted, a live change through
+//! the admin API mid-workload with nothing lost, scopes, and bad values
+//! refused by name. Precise accuracy figures belong to the benchmark.
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+use rttscope::report::Report;
+use rttscope_config::{Config, HumanDuration, Inject, Percent};
+use rttscope_integration_tests::mariadb::{NATIVE, OTHER, TestDb};
+use rttscope_integration_tests::proxy::{test_config, TestProxy};
+
+fn with_rtt(rtt_ms: u64) -> Config {
+    let mut config = test_config();
+    config.inject.rtt = HumanDuration::from_millis(rtt_ms);
+    config
+}
+
+async fn connect(proxy: &TestProxy) -> Conn {
+    Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await.expect("connect")
+}
+
+async fn hundred_selects(conn: &mut Conn) -> Duration {
+    let started = Instant::now();
+    for i in 0..100u32 {
+        let echoed: Option<u32> = conn.exec_first("SELECT ?", (i,)).await.unwrap();
+        assert_eq!(echoed, Some(i));
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_round_trip_pays_the_configured_rtt() {
+    let plain = TestProxy::start();
+    let mut conn = connect(&plain).await;
+    let _ = hundred_selects(&mut conn).await; // warm the statement cache
+    let without = hundred_selects(&mut conn).await;
+
+    let slow = TestProxy::with_config(with_rtt(10));
+    let mut conn = connect(&slow).await;
+    let _: Option<u8> = conn.exec_first("SELECT ?", (1u8,)).await.unwrap();
+    let with = hundred_selects(&mut conn).await;
+    let added = with.saturating_sub(without);
+    eprintln!("100 round trips: {without:?} plain, {with:?} at 10 ms: +{added:?}");
+    assert!((Duration::from_millis(1000)..=Duration::from_millis(1200)).contains(&added), "added {added:?}");
+
+    // The report tells the emulated time apart from the server's own.
+    let r: Report = slow.state().report();
+    let q = r.queries.iter().find(|q| q.fingerprint == "select ?").unwrap();
+    assert!(q.injected_us >= 100 * 10_000 && q.injected_us <= q.latency_us.sum, "{q:?}");
+    assert!(q.latency_us.p50 >= 10_000, "latency as the client lives it: {:?}", q.latency_us);
+}
+
+/// The article's loop at 300 children, first on the plain link, then at
+/// 15 ms: it costs about 300 × 15 ms more, and the what-if projection made
+/// from the plain run predicts the slow run within 15 %.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_projection_predicts_the_emulated_loop() {
+    async fn salary_loop(proxy: &TestProxy, prefix: &str) -> Duration {
+        let mut conn = connect(proxy).await;
+        conn.query_drop(format!("CREATE OR REPLACE TABLE {prefix}_salaries (emp_no INT PRIMARY KEY, salary INT)")).await.unwrap();
+        conn.query_drop(format!("INSERT INTO {prefix}_salaries SELECT 10000 + seq, 40000 + seq FROM seq_1_to_300")).await.unwrap();
+        let started = Instant::now();
+        let staff: Vec<u32> = conn.query(format!("SELECT emp_no FROM {prefix}_salaries")).await.unwrap();
+        for emp_no in staff {
+            let _: Option<u32> = conn.query_first(format!("SELECT salary FROM {prefix}_salaries WHERE emp_no = {emp_no}")).await.unwrap();
+        }
+        started.elapsed()
+    }
+    let mut plain_config = test_config();
+    plain_config.findings.scenarios = vec![rttscope_config::Scenario { name: "15 ms".into(), rtt: HumanDuration::from_millis(15), bandwidth: None }];
+    let plain = TestProxy::with_config(plain_config);
+    let here = salary_loop(&plain, "proj_plain").await;
+    plain.wait_for("the loop", |a| a.queries().iter().any(|q| q.text.as_ref() == "select salary from proj_plain_salaries where emp_no = ?" && q.count == 300).then_some(()));
+    let r = plain.state().report();
+    let f = r.findings.iter().find(|f| f.kind == "n_plus_one").expect("the loop is found");
+    let predicted = Duration::from_micros(f.what_if[0]["projected_us"].as_u64().unwrap());
+
+    let slow = TestProxy::with_config(with_rtt(15));
+    let there = salary_loop(&slow, "proj_slow").await;
+    let added = there.saturating_sub(here);
+    eprintln!("loop: {here:?} plain, {there:?} at 15 ms (+{added:?}); predicted {predicted:?}");
+    let expected_added = Duration::from_millis(301 * 15);
+    assert!(added >= expected_added.mul_f64(0.95) && added <= expected_added.mul_f64(1.15), "added {added:?}");
+    let error = (there.as_secs_f64() - predicted.as_secs_f64()).abs() / there.as_secs_f64();
+    assert!(error < 0.15, "projection off by {:.1} %", error * 100.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_change_reaches_open_connections_and_loses_nothing() {
+    let proxy = TestProxy::start();
+    let admin = format!("http://{}", proxy.admin());
+    let mut conn = connect(&proxy).await;
+    conn.query_drop("CREATE OR REPLACE TABLE live_rows (id INT PRIMARY KEY, pad CHAR(200))").await.unwrap();
+    conn.query_drop("INSERT INTO live_rows SELECT seq, REPEAT('p', 200) FROM seq_1_to_20000").await.unwrap();
+    async fn timed(conn: &mut Conn) -> Duration {
+        let started = Instant::now();
+        let n: Option<u32> = conn.query_first("SELECT COUNT(*) FROM live_rows").await.unwrap();
+        assert_eq!(n, Some(20_000));
+        started.elapsed()
+    }
+    let before = timed(&mut conn).await;
+
+    // A result streaming while the link changes under it arrives whole.
+    let mut streaming = connect(&proxy).await;
+    let stream = tokio::spawn(async move {
+        let rows: Vec<(u32, String)> = streaming.query("SELECT id, pad FROM live_rows ORDER BY id").await.unwrap();
+        rows
+    });
+    rttscope::admin::client::put_json(&admin, "/inject", r#"{"rtt": "20ms", "bandwidth": "50mbit"}"#).unwrap();
+    let during = timed(&mut conn).await;
+    rttscope::admin::client::put_json(&admin, "/inject", "{}").unwrap();
+    let rows = stream.await.unwrap();
+    assert_eq!(rows.len(), 20_000);
+    assert!(rows.iter().enumerate().all(|(i, (id, pad))| *id == i as u32 + 1 && pad.len() == 200));
+    let after = timed(&mut conn).await;
+    eprintln!("one query: {before:?} before, {during:?} at 20 ms, {after:?} after");
+    assert!(during >= Duration::from_millis(20), "{during:?}");
+    assert!(before < Duration::from_millis(15) && after < Duration::from_millis(15), "{before:?} {after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scope_picks_the_connections() {
+    let mut config = with_rtt(30);
+    config.inject.scope.users = vec![OTHER.user.to_owned()];
+    let proxy = TestProxy::with_config(config);
+    let mut native = connect(&proxy).await;
+    let mut other = Conn::new(TestDb::shared().opts_via(proxy.addr(), OTHER.user, OTHER.password)).await.unwrap();
+    async fn time(c: &mut Conn) -> Duration {
+        let t = Instant::now();
+        c.query_drop("DO 1").await.unwrap();
+        t.elapsed()
+    }
+    let (fast, slow) = (time(&mut native).await, time(&mut other).await);
+    assert!(fast < Duration::from_millis(20) && slow >= Duration::from_millis(30), "{fast:?} {slow:?}");
+
+    // 0 % of connections: nobody.
+    let mut config = with_rtt(30);
+    config.inject.scope.percent = Percent::new(0.0).unwrap();
+    let proxy = TestProxy::with_config(config);
+    let mut conn = connect(&proxy).await;
+    assert!(time(&mut conn).await < Duration::from_millis(20));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_values_are_refused_by_name() {
+    for (yaml, key) in [("inject:\n  rtt: -5ms\n", "inject.rtt"), ("inject:\n  bandwidth: 0\n", "inject.bandwidth"), ("inject:\n  rtts: 5ms\n", "inject.rtts")] {
+        let e = Config::from_yaml(yaml).unwrap_err().to_string();
+        assert!(e.contains(key) && e.contains("line 2"), "{yaml}: {e}");
+    }
+    let proxy = TestProxy::start();
+    let url = format!("http://{}/inject", proxy.admin());
+    for (body, key) in [(r#"{"rtt": "-5ms"}"#, "rtt"), (r#"{"bandwidth": 0}"#, "bandwidth"), (r#"{"rtts": "5ms"}"#, "rtts"), (r#"{"to_client": {"jitter": "9ms"}}"#, "to_client.jitter")] {
+        let reply = ureq::put(&url).config().http_status_as_error(false).build().send(body).unwrap();
+        assert_eq!(reply.status(), 400, "{body}");
+        let error: serde_json::Value = serde_json::from_reader(reply.into_body().into_reader()).unwrap();
+        assert_eq!(error["problems"][0]["key"], key, "{body}: {error}");
+    }
+    // Nothing changed.
+    let current: Inject = serde_json::from_str(&rttscope::admin::client::get(&format!("http://{}", proxy.admin()), "/inject").unwrap()).unwrap();
+    assert!(!current.is_active());
+}
+
+#[test]
+fn the_shipped_presets_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            Config::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "{seen} presets");
+    let dc = Config::load(dir.join("another-datacentre.yaml")).unwrap();
+    assert_eq!((dc.inject.rtt.0, dc.inject.bandwidth.map(|b| b.bits_per_second())), (Duration::from_millis(15), Some(34_000_000)));
+}

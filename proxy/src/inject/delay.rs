@@ -1,0 +1,254 @@
+//! One direction of the emulated link, as a schedule: each chunk read gets
+//! the time it may be written on. A chunk first waits its turn on the wire
+//! (serialisation at the configured bandwidth, and — with a window — until
+//! the bytes a window before it have been acknowledged, one RTT after they
+//! went out), then the one-way delay plus jitter. Release times never go
+//! backwards: bytes are delayed, never reordered or lost.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// One direction's link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OneWayModel {
+    pub delay: Duration,
+    /// Each chunk's delay varies uniformly within ±jitter.
+    pub jitter: Duration,
+    pub bytes_per_second: Option<u64>,
+    /// At most this many bytes in flight per round trip.
+    pub window: Option<u64>,
+    /// The round trip a window's acknowledgement takes.
+    pub rtt: Duration,
+}
+
+impl OneWayModel {
+    pub fn is_active(&self) -> bool {
+        !self.delay.is_zero() || !self.jitter.is_zero() || self.bytes_per_second.is_some() || self.window.is_some()
+    }
+
+    /// Bytes the emulated pipe holds at full speed: what the buffer must
+    /// hold so that buffering, not the model, never sets the pace.
+    pub fn pipe_bytes(&self) -> Option<u64> {
+        let rate = self.bytes_per_second?;
+        let held = self.delay + self.jitter;
+        Some((u128::from(rate) * held.as_micros() / 1_000_000) as u64)
+    }
+}
+
+#[derive(Debug)]
+pub struct DelayLine {
+    model: OneWayModel,
+    /// Bytes scheduled so far (a stream offset).
+    scheduled: u64,
+    /// Bytes whose release time has passed.
+    released: u64,
+    /// Pending releases: (stream offset the release reaches, when).
+    marks: VecDeque<(u64, Instant)>,
+    /// When the emulated wire is next free.
+    wire_free: Option<Instant>,
+    last_release: Option<Instant>,
+    /// Departures of recent bytes, for the window rule: (end offset, departed).
+    departures: VecDeque<(u64, Instant)>,
+    rng: u64,
+}
+
+impl DelayLine {
+    /// A line for a stream that has already carried `offset` bytes: those
+    /// count as released (a link switched on mid-connection holds only what
+    /// arrives from then on).
+    pub fn new(model: OneWayModel, offset: u64, seed: u64) -> DelayLine {
+        DelayLine {
+            model,
+            scheduled: offset,
+            released: offset,
+            marks: VecDeque::new(),
+            wire_free: None,
+            last_release: None,
+            departures: VecDeque::new(),
+            rng: seed | 1,
+        }
+    }
+
+    pub fn model(&self) -> &OneWayModel {
+        &self.model
+    }
+
+    /// A new link from now on; bytes already scheduled keep their times.
+    pub fn set_model(&mut self, model: OneWayModel) {
+        self.model = model;
+    }
+
+    /// Schedules `len` bytes that arrived at `now`; returns when the last
+    /// of them may be written.
+    pub fn schedule(&mut self, now: Instant, len: usize) -> Instant {
+        let mut left = len as u64;
+        let mut release = now;
+        while left > 0 {
+            // A piece larger than the window cannot leave in one round trip.
+            let piece = self.model.window.map_or(left, |w| left.min(w.max(1)));
+            release = self.schedule_piece(now, piece);
+            left -= piece;
+        }
+        if len == 0 {
+            return self.last_release.map_or(now, |r| r.max(now));
+        }
+        release
+    }
+
+    fn schedule_piece(&mut self, now: Instant, len: u64) -> Instant {
+        let end = self.scheduled + len;
+        let mut depart = self.wire_free.map_or(now, |free| free.max(now));
+        if let Some(window) = self.model.window
+            && end > window
+        {
+            // Our last byte may leave once the byte a window before it has been
+            // acknowledged: one RTT after the piece holding it left.
+            if let Some(&(_, departed)) = self.departures.iter().find(|(e, _)| *e + window >= end) {
+                depart = depart.max(departed + self.model.rtt);
+            }
+        }
+        let serialise = self.model.bytes_per_second.map_or(Duration::ZERO, |rate| {
+            Duration::from_nanos((u128::from(len) * 1_000_000_000 / u128::from(rate.max(1))) as u64)
+        });
+        let departed = depart + serialise;
+        self.wire_free = Some(departed);
+        if let Some(window) = self.model.window {
+            self.departures.push_back((end, departed));
+            while self.departures.front().is_some_and(|&(e, _)| e + window < end) {
+                self.departures.pop_front();
+            }
+        }
+        let mut release = departed + self.model.delay;
+        let jitter = self.model.jitter.as_nanos() as u64;
+        if jitter > 0 {
+            // Uniform within ±jitter (xorshift: cheap, and reproducible per seed).
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let offset = self.rng % (2 * jitter + 1);
+            release = (release + Duration::from_nanos(offset)).checked_sub(self.model.jitter).unwrap_or(release);
+        }
+        // Never before bytes that came earlier: a stream keeps its order.
+        let release = self.last_release.map_or(release, |last| release.max(last));
+        self.last_release = Some(release);
+        self.scheduled = end;
+        self.marks.push_back((end, release));
+        release
+    }
+
+    /// Bytes (stream offset) that may be written by `now`.
+    pub fn released_by(&mut self, now: Instant) -> u64 {
+        while let Some(&(end, at)) = self.marks.front() {
+            if at > now {
+                break;
+            }
+            self.released = end;
+            self.marks.pop_front();
+        }
+        self.released
+    }
+
+    /// When the next held bytes come due, if any are held.
+    pub fn next_release(&self) -> Option<Instant> {
+        self.marks.front().map(|&(_, at)| at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(delay_ms: u64) -> OneWayModel {
+        OneWayModel { delay: Duration::from_millis(delay_ms), ..OneWayModel::default() }
+    }
+
+    #[test]
+    fn a_chunk_waits_the_one_way_delay() {
+        let t0 = Instant::now();
+        let mut line = DelayLine::new(model(5), 0, 1);
+        let release = line.schedule(t0, 100);
+        assert_eq!(release, t0 + Duration::from_millis(5));
+        assert_eq!(line.released_by(t0 + Duration::from_millis(4)), 0);
+        assert_eq!(line.released_by(release), 100);
+        assert_eq!(line.next_release(), None);
+    }
+
+    #[test]
+    fn bandwidth_serialises_back_to_back_chunks() {
+        let t0 = Instant::now();
+        // 1 MB/s: 10 kB takes 10 ms on the wire.
+        let m = OneWayModel { bytes_per_second: Some(1_000_000), delay: Duration::from_millis(1), ..OneWayModel::default() };
+        let mut line = DelayLine::new(m, 0, 1);
+        assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(11));
+        assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(21));
+        // 5 MB arriving at once: size/bandwidth + delay.
+        let mut line = DelayLine::new(m, 0, 1);
+        let mut last = t0;
+        for _ in 0..160 {
+            last = line.schedule(t0, 32 * 1024);
+        }
+        let expected = Duration::from_nanos(160 * 32 * 1024 * 1000) + Duration::from_millis(1);
+        assert_eq!(last - t0, expected);
+    }
+
+    #[test]
+    fn a_window_allows_w_bytes_per_round_trip() {
+        let t0 = Instant::now();
+        let m = OneWayModel {
+            delay: Duration::from_millis(10),
+            rtt: Duration::from_millis(20),
+            window: Some(32 * 1024),
+            ..OneWayModel::default()
+        };
+        let mut line = DelayLine::new(m, 0, 1);
+        // 1.6 MB offered at once: 50 windows, one per 20 ms.
+        let mut last = t0;
+        for _ in 0..100 {
+            last = line.schedule(t0, 16 * 1024);
+        }
+        let took = last - t0 - Duration::from_millis(10);
+        assert_eq!(took, Duration::from_millis(20 * 49), "{took:?}");
+    }
+
+    #[test]
+    fn jitter_is_bounded_and_never_reorders() {
+        let t0 = Instant::now();
+        let m = OneWayModel { delay: Duration::from_millis(10), jitter: Duration::from_millis(3), ..OneWayModel::default() };
+        let mut line = DelayLine::new(m, 0, 42);
+        let mut previous = t0;
+        let mut spread = (Duration::MAX, Duration::ZERO);
+        for i in 0..1000u64 {
+            let now = t0 + Duration::from_millis(i);
+            let release = line.schedule(now, 10);
+            assert!(release >= previous, "reordered at {i}");
+            let held = release - now;
+            assert!(held <= Duration::from_millis(13), "{held:?}");
+            spread = (spread.0.min(held), spread.1.max(held));
+            previous = release;
+        }
+        assert!(spread.1 - spread.0 >= Duration::from_millis(4), "jitter varies: {spread:?}");
+    }
+
+    #[test]
+    fn a_line_started_mid_stream_counts_from_there() {
+        let t0 = Instant::now();
+        let mut line = DelayLine::new(model(5), 10_000, 1);
+        assert_eq!(line.released_by(t0), 10_000, "bytes before the line are not held");
+        let release = line.schedule(t0, 100);
+        assert_eq!(line.released_by(t0), 10_000);
+        assert_eq!(line.released_by(release), 10_100);
+    }
+
+    #[test]
+    fn a_new_model_applies_to_new_bytes_only() {
+        let t0 = Instant::now();
+        let mut line = DelayLine::new(model(50), 0, 1);
+        let first = line.schedule(t0, 10);
+        line.set_model(model(1));
+        let second = line.schedule(t0 + Duration::from_millis(1), 10);
+        assert_eq!(first, t0 + Duration::from_millis(50));
+        assert_eq!(second, first, "held behind the earlier bytes, not reordered");
+        let third = line.schedule(t0 + Duration::from_millis(100), 10);
+        assert_eq!(third, t0 + Duration::from_millis(101));
+    }
+}

@@ -1,0 +1,107 @@
+//! The emulated link: delay, jitter, bandwidth and window per direction,
+//! applied in the relay to the connections in scope — so a team can see
+//! what moving the database will do before they move it. Changeable at run
+//! time without dropping a byte.
+
+pub mod delay;
+pub mod timer;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rttscope_config::{Direction as ConfigDirection, Inject};
+
+pub use delay::{DelayLine, OneWayModel};
+
+use crate::relay::Direction;
+
+/// The current emulated link, shared by every connection. Connections
+/// check the generation (one atomic load) and re-read the settings only
+/// when it moved.
+#[derive(Debug)]
+pub struct InjectControl {
+    generation: AtomicU64,
+    settings: Mutex<Arc<Inject>>,
+}
+
+impl InjectControl {
+    pub fn new(initial: Inject) -> InjectControl {
+        InjectControl { generation: AtomicU64::new(1), settings: Mutex::new(Arc::new(initial)) }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub fn current(&self) -> Arc<Inject> {
+        self.settings.lock().map(|s| s.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Replaces the link for existing and new connections at once.
+    pub fn replace(&self, inject: Inject) {
+        let describe = describe(&inject);
+        match self.settings.lock() {
+            Ok(mut s) => *s = Arc::new(inject),
+            Err(p) => *p.into_inner() = Arc::new(inject),
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        tracing::info!("emulated link changed: {describe}");
+    }
+}
+
+/// One line for logs: what the link is now.
+pub fn describe(inject: &Inject) -> String {
+    if !inject.is_active() {
+        return "off".to_owned();
+    }
+    match serde_json::to_string(inject) {
+        Ok(json) => json,
+        Err(_) => format!("{inject:?}"),
+    }
+}
+
+/// Whether the link applies to a connection of `user` on `schema`; the
+/// percentage is drawn once per connection from its id.
+pub fn in_scope(inject: &Inject, conn_id: u64, user: &str, schema: Option<&str>) -> bool {
+    if !inject.is_active() || !inject.scope.matches(user, schema) {
+        return false;
+    }
+    // A stable draw per connection: the same connection stays in or out as long as the scope holds.
+    let draw = (conn_id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) as f64 / (1u64 << 53) as f64;
+    draw < inject.scope.percent.fraction()
+}
+
+/// The model for one direction.
+pub fn model(inject: &Inject, direction: Direction) -> OneWayModel {
+    let config_direction = match direction {
+        Direction::ToUpstream => ConfigDirection::ToUpstream,
+        Direction::ToClient => ConfigDirection::ToClient,
+    };
+    let one_way = inject.direction(config_direction);
+    let there = inject.direction(ConfigDirection::ToUpstream).delay;
+    let back = inject.direction(ConfigDirection::ToClient).delay;
+    OneWayModel {
+        delay: one_way.delay,
+        jitter: one_way.jitter,
+        bytes_per_second: one_way.bandwidth_bps.map(|bps| (bps / 8).max(1)),
+        window: inject.window.map(|w| w.0),
+        rtt: there + back,
+    }
+}
+
+/// Held bytes count as released this long before they are due, and the
+/// timer fires this early: the wake-up chain (timer thread, task wake,
+/// poll, write) takes about this long, so bytes leave close to on time
+/// rather than consistently late.
+pub const WAKE_LEAD: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Largest buffer an emulated pipe may grow to per direction.
+pub const MAX_PIPE_BYTES: usize = 64 << 20;
+/// Without a bandwidth limit, the emulated pipe holds this much.
+const UNLIMITED_PIPE_BYTES: usize = 16 << 20;
+
+/// Buffer an emulated direction needs so the model, not the buffer, sets the pace.
+pub fn pipe_capacity(model: &OneWayModel, base: usize) -> usize {
+    let needed = model.pipe_bytes().map_or(UNLIMITED_PIPE_BYTES, |b| (2 * b) as usize);
+    needed.clamp(base, MAX_PIPE_BYTES)
+}
