@@ -1,23 +1,69 @@
 #!/usr/bin/env bash
-# Installs the system packages the tests need, only those that are missing. Idempotent; needs
-# root or sudo only when something is missing. Debian/Ubuntu (apt-get).
+# Installs what the tests need, only what is missing: system packages (Debian/Ubuntu, apt-get),
+# then the Python venv of the client-compatibility tests (target/test-venv). Idempotent and quick
+# when everything is present; needs root or sudo only when a system package is missing.
 set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 # One check a line: "COMMAND-OR-PATH PACKAGE". The package is installed when the command is not
-# found (on PATH or in /usr/sbin, /usr/bin) or the absolute path does not exist. Add lines here.
+# found (on PATH or in /usr/sbin, /usr/bin), the absolute path does not exist, or (py:MODULE) the
+# system python3 cannot import the module. Add lines here.
 CHECKS=(
   "mariadbd mariadb-server"
   "mariadb-install-db mariadb-server"
   "/usr/lib/mysql/plugin/auth_ed25519.so mariadb-server"
   "mariadb mariadb-client"
+  "mariadb-admin mariadb-client"
+  "mariadb-binlog mariadb-client"
   "ip iproute2"
+  # The client tests' venv: MariaDB Connector/Python compiles against libmariadb (Connector/C).
+  "/usr/include/mariadb/mysql.h libmariadb-dev"
+  "mariadb_config libmariadb-dev"
+  "/usr/bin/python3 python3"
+  "/usr/bin/python3-config python3-dev"
+  "gcc gcc"
+  "py:ensurepip python3-venv"
 )
+
+# Pinned client libraries for target/test-venv (PyMySQL reports itself as "2.2.8" in
+# pymysql.__version__, a mysqlclient-compatible number; its release is 1.2.4).
+VENV="$REPO/target/test-venv"
+PY_PACKAGES=("mariadb==1.1.14" "PyMySQL==1.2.4")
+
+system_python() {
+  if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
+}
 
 present() {
   case "$1" in
     /*) [ -e "$1" ] ;;
+    py:*) "$(system_python)" -c "import ${1#py:}" >/dev/null 2>&1 ;;
     *) command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ] ;;
   esac
+}
+
+# The venv is ready when its python imports every pinned package at its pinned version.
+venv_ready() {
+  [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "${PY_PACKAGES[@]}" >/dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import version
+for spec in sys.argv[1:]:
+    name, wanted = spec.split("==")
+    assert version(name) == wanted, spec
+import mariadb, pymysql
+PY
+}
+
+ensure_venv() {
+  if venv_ready; then
+    echo "install-deps: test venv ready ($VENV)"
+    return
+  fi
+  echo "install-deps: creating the test venv $VENV with ${PY_PACKAGES[*]}"
+  "$(system_python)" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_PACKAGES[@]}"
+  venv_ready || { echo "install-deps: the test venv is still not usable" >&2; exit 1; }
+  echo "install-deps: test venv ready ($VENV)"
 }
 
 missing=()
@@ -29,7 +75,8 @@ for check in "${CHECKS[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all test dependencies present"
+  echo "install-deps: all system packages present"
+  ensure_venv
   exit 0
 fi
 
@@ -61,3 +108,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
+ensure_venv

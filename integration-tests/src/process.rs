@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use crate::wan::WanLink;
+
 /// The `rttscope` binary of this workspace, built on first use if the test
 /// run did not build it already (`cargo test -p` of this crate alone).
 pub fn rttscope_binary() -> Result<&'static Path> {
@@ -64,10 +66,29 @@ impl ProxyProcess {
     pub fn start(yaml: &str) -> Result<ProxyProcess> {
         let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let ready = || TcpStream::connect(listen).is_ok();
+        Self::launch(Command::new(rttscope_binary()?), yaml, (listen, admin), &ready)
+    }
+
+    /// Like [`start`](Self::start), but inside network namespace `ns` of `link` (through
+    /// `ip netns exec`, which execs rttscope in place: [`pid`](Self::pid) is rttscope's). It
+    /// listens on 127.0.0.1:6033 with its admin API on 127.0.0.1:6070 *of that namespace*:
+    /// only a thread inside it ([`WanLink::in_namespace`]) reaches them, and so does the
+    /// readiness probe. The namespace is fresh, so the ports are free.
+    pub fn start_in_namespace(link: &WanLink, ns: &str, yaml: &str) -> Result<ProxyProcess> {
+        let listen = SocketAddr::from(([127, 0, 0, 1], 6033));
+        let admin = SocketAddr::from(([127, 0, 0, 1], 6070));
+        let ready = || link.in_namespace(ns, || TcpStream::connect(listen).is_ok()).unwrap_or(false);
+        Self::launch(link.command(ns, &rttscope_binary()?.to_string_lossy()), yaml, (listen, admin), &ready)
+    }
+
+    /// Runs `command` (the binary, possibly behind a prefix) with a config file and waits
+    /// until `ready` says it accepts connections.
+    fn launch(mut command: Command, yaml: &str, (listen, admin): (SocketAddr, SocketAddr), ready: &dyn Fn() -> bool) -> Result<ProxyProcess> {
         let dir = tempfile::Builder::new().prefix("rttscope-proc-").tempdir()?;
         let config = dir.path().join("rttscope.yaml");
         fs::write(&config, format!("listen: {listen}\nadmin: {admin}\n{yaml}"))?;
-        let mut child = Command::new(rttscope_binary()?)
+        let mut child = command
             .arg("--config")
             .arg(&config)
             .env("RUST_LOG", std::env::var("RTTSCOPE_TEST_LOG").unwrap_or_else(|_| "info".into()))
@@ -93,7 +114,7 @@ impl ProxyProcess {
         });
         let mut process = ProxyProcess { child, listen, admin, dir, log };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(listen).is_err() {
+        while !ready() {
             if let Some(status) = process.child.try_wait()? {
                 bail!("rttscope exited at start ({status}):\n{}", process.log());
             }

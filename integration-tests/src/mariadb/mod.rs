@@ -19,7 +19,7 @@
 
 use std::fs::{self, File};
 use std::io;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -149,6 +149,31 @@ impl TestDb {
         })
     }
 
+    /// A private server of the caller's own inside network namespace `ns`, listening on
+    /// `bind_ip:3306` there, with the fixtures in place: the far end of a WAN emulator link.
+    /// Dropping the handle stops the server and removes its files.
+    pub fn start_in_namespace(ns: &str, bind_ip: Ipv4Addr) -> Result<NamespacedDb> {
+        const PORT: u16 = 3306;
+        let server = PrivateServer::start_in_namespace(ns, bind_ip, PORT)?;
+        let root = OptsBuilder::default()
+            .socket(Some(server.socket.to_string_lossy()))
+            .user(Some("root"));
+        let facts = match create_fixtures(root.into()) {
+            Ok(facts) => facts,
+            Err(e) => {
+                let logs = server.logs();
+                server.stop();
+                return Err(e.context(format!("creating fixtures\n{logs}")));
+            }
+        };
+        let db = TestDb {
+            addr: SocketAddr::from((bind_ip, PORT)),
+            facts,
+            private: Some(server),
+        };
+        Ok(NamespacedDb(db))
+    }
+
     /// What a proxy under test should dial.
     pub fn upstream_addr(&self) -> SocketAddr {
         self.addr
@@ -246,6 +271,25 @@ impl TestDb {
             cmd.arg(format!("--database={db}"));
         }
         cmd
+    }
+}
+
+/// A [`TestDb`] owned by one test (see [`TestDb::start_in_namespace`]); stops on drop, where
+/// the shared one lives until the process exits.
+pub struct NamespacedDb(TestDb);
+
+impl std::ops::Deref for NamespacedDb {
+    type Target = TestDb;
+    fn deref(&self) -> &TestDb {
+        &self.0
+    }
+}
+
+impl Drop for NamespacedDb {
+    fn drop(&mut self) {
+        if let Some(server) = &self.0.private {
+            server.stop();
+        }
     }
 }
 

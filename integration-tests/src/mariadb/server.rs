@@ -14,6 +14,25 @@ pub(super) struct PrivateServer {
 
 impl PrivateServer {
     pub(super) fn start() -> Result<PrivateServer> {
+        let (mariadbd, dir, as_root) = Self::install()?;
+        // The port is free when we look but may be taken before mariadbd binds it; then it exits
+        // saying so, and we try another.
+        let mut attempt = 1;
+        loop {
+            let server = Self::spawn(&mariadbd, dir.clone(), free_port()?, as_root)?;
+            match server.wait_ready() {
+                Ok(()) => return Ok(server),
+                Err(_) if attempt < 3 && server.logs().contains("Address already in use") => {
+                    attempt += 1
+                }
+                Err(e) => return Err(e),
+            }
+            let _ = fs::remove_file(server.error_log());
+        }
+    }
+
+    /// A fresh datadir in a temp dir of our own: (mariadbd, the dir, whether we run as root).
+    fn install() -> Result<(PathBuf, PathBuf, bool)> {
         let mariadbd = find_binary(&["mariadbd", "mysqld"])?;
         let install_db = find_binary(&["mariadb-install-db", "mysql_install_db"])?;
         let root = temp_root();
@@ -52,26 +71,46 @@ impl PrivateServer {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+        Ok((mariadbd, dir, as_root))
+    }
 
-        // The port is free when we look but may be taken before mariadbd binds it; then it exits
-        // saying so, and we try another.
-        let mut attempt = 1;
-        loop {
-            let server = Self::spawn(&mariadbd, dir.clone(), free_port()?, as_root)?;
-            match server.wait_ready() {
-                Ok(()) => return Ok(server),
-                Err(_) if attempt < 3 && server.logs().contains("Address already in use") => {
-                    attempt += 1
-                }
-                Err(e) => return Err(e),
-            }
-            let _ = fs::remove_file(server.error_log());
+    /// A server of its own inside network namespace `ns` (named, as `ip netns` knows it),
+    /// listening on `bind_ip:port` there: the far end of a WAN emulator link. The namespace is
+    /// fresh, so the port is ours without probing. Fixtures go in through the unix socket, which
+    /// as a file is reachable from any network namespace.
+    pub(super) fn start_in_namespace(ns: &str, bind_ip: Ipv4Addr, port: u16) -> Result<PrivateServer> {
+        let (mariadbd, dir, as_root) = Self::install()?;
+        let server = Self::spawn_in(&mariadbd, dir, port, as_root, Some((ns, bind_ip)))?;
+        if let Err(e) = server.wait_ready() {
+            server.stop();
+            return Err(e.context(format!("mariadbd in namespace {ns}")));
         }
+        Ok(server)
     }
 
     pub(super) fn spawn(mariadbd: &Path, dir: PathBuf, port: u16, as_root: bool) -> Result<PrivateServer> {
+        Self::spawn_in(mariadbd, dir, port, as_root, None)
+    }
+
+    /// `netns`: run inside that namespace, bound to that address instead of loopback.
+    fn spawn_in(
+        mariadbd: &Path,
+        dir: PathBuf,
+        port: u16,
+        as_root: bool,
+        netns: Option<(&str, Ipv4Addr)>,
+    ) -> Result<PrivateServer> {
         let socket = dir.join("mysqld.sock");
-        let mut cmd = Command::new(mariadbd);
+        let mut cmd = match netns {
+            // `ip netns exec` enters the namespace and execs mariadbd in place (no fork): the pid
+            // we kill is the server's, and PR_SET_PDEATHSIG set below survives both execs.
+            Some((ns, _)) => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", ns]).arg(mariadbd);
+                cmd
+            }
+            None => Command::new(mariadbd),
+        };
         cmd.arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg(format!("--socket={}", socket.display()))
@@ -81,6 +120,10 @@ impl PrivateServer {
                 dir.join("data/error.log").display()
             ))
             .arg(format!("--port={port}"))
+            // Temp tables (a server-side cursor's result, big sorts) in a dir of our own: a
+            // starting mariadbd deletes every #sql* file in its tmpdir, so in a shared /tmp any
+            // other test server starting up removed this one's, under an open cursor's feet.
+            .arg(format!("--tmpdir={}", dir.display()))
             .args([
                 "--bind-address=127.0.0.1",
                 "--skip-name-resolve",
@@ -92,8 +135,19 @@ impl PrivateServer {
                 // What Debian's packaged config sets; --no-defaults would leave latin1.
                 "--character-set-server=utf8mb4",
                 "--collation-server=utf8mb4_general_ci",
+                // A binary log, so that replication clients (mariadb-binlog: COM_BINLOG_DUMP)
+                // have something to read. Closed logs are immutable, which tests rely on.
+                "--log-bin=mysql-bin",
+                "--server-id=1",
+                "--binlog-format=ROW",
+                // Else, with a binary log, only SUPER may create stored functions.
+                "--log-bin-trust-function-creators=1",
             ])
             .args(INNODB_ARGS);
+        if let Some((_, ip)) = netns {
+            // After the loopback default: of a repeated option, mariadbd keeps the last.
+            cmd.arg(format!("--bind-address={ip}"));
+        }
         if as_root {
             cmd.arg("--user=root");
         }
