@@ -10,7 +10,11 @@ use super::verdict::{Limit, Measurement};
 /// Shares of a transfer's time that decide a verdict.
 const CLIENT_READER_SHARE: f64 = 0.25;
 const SERVER_PAUSE_SHARE: f64 = 0.25;
-const WINDOW_IDLE_SHARE: f64 = 0.2;
+/// Over the emulator (20 ms, 100 Mbit/s) servers held to 16-128 KiB of send
+/// buffer left the pipe 61-76 % idle; link-limited 22 MB transfers 2-28 %,
+/// the high end on a busy 2-core host, where loss recovery and scheduling
+/// leave sub-RTT gaps a sender's silences cannot be told from. Between the two.
+const WINDOW_IDLE_SHARE: f64 = 0.4;
 /// Small responses judged together for the `latency` verdict.
 const LATENCY_WINDOW: u64 = 1000;
 
@@ -18,7 +22,8 @@ const LATENCY_WINDOW: u64 = 1000;
 struct Transfer {
     first_us: u64,
     last_read_us: u64,
-    /// Time the pipe stood empty between reads (not counting time held off for the client).
+    /// Time the pipe stood empty between reads for less than a round trip
+    /// (not counting time held off for the client, nor loss-recovery stalls).
     idle_us: u64,
     /// Gaps of several RTTs: the server producing the result slowly.
     server_pause_us: u64,
@@ -63,6 +68,18 @@ impl TransferTracker {
         (u64::from(self.rtt_us) / 4).max(1_000)
     }
 
+    /// Gaps this long are not a window either: a window-limited sender hears
+    /// the ACKs for its window within one round trip and sends again, so its
+    /// silences are shorter than an RTT. A silence of 1.5 RTT or more is loss
+    /// recovery: the reader waits a round trip (plus the queue that overflowed)
+    /// for a retransmission to fill a hole, then gets what queued behind it at
+    /// once. Over the emulator (20 ms, 100 Mbit/s, a BDP of tail-drop queue)
+    /// a link-limited 22 MB had several of 35-45 ms; counting them made it
+    /// 10-24 % idle and the verdict `sender`, leaving them out 2-8 %.
+    fn stall_threshold_us(&self) -> u64 {
+        (3 * u64::from(self.rtt_us) / 2).max(2 * self.idle_threshold_us())
+    }
+
     /// Gaps longer than this are the server pausing, not a window.
     fn pause_threshold_us(&self) -> u64 {
         (3 * u64::from(self.rtt_us)).max(10_000)
@@ -74,7 +91,7 @@ impl TransferTracker {
 
     /// Bytes from upstream arrived at `now_us`.
     pub fn read(&mut self, now_us: u64) {
-        let (idle_threshold, pause_threshold) = (self.idle_threshold_us(), self.pause_threshold_us());
+        let (idle_threshold, stall_threshold, pause_threshold) = (self.idle_threshold_us(), self.stall_threshold_us(), self.pause_threshold_us());
         let blocked = self.blocked_since.is_some();
         let Some(t) = self.current.as_mut() else { return };
         let gap = now_us.saturating_sub(t.last_read_us);
@@ -82,7 +99,7 @@ impl TransferTracker {
             if gap >= pause_threshold {
                 t.server_pause_us += gap;
                 t.server_pauses += 1;
-            } else {
+            } else if gap < stall_threshold {
                 t.idle_us += gap;
             }
         }
@@ -149,14 +166,20 @@ impl TransferTracker {
         let bytes_per_rtt = (u128::from(throughput) * u128::from(base_rtt_us.max(1)) / 1_000_000) as u64;
         let share = |v: u64| v as f64 / duration_us as f64;
         let at_rmem_ceiling = self.rmem_max.is_some_and(|max| u64::from(t.max_rcvbuf) >= max * 9 / 10);
+        // What arrived per round trip filled the window we advertised: the
+        // sender could not have sent more, however evenly the window's reopening
+        // spread its segments over the RTT. (A 19 KB window over the emulator
+        // arrived as a read every 3.3 ms, gaps too short to count as idle.)
+        let window_full = t.max_window > 0 && bytes_per_rtt * 16 >= u64::from(t.max_window) * 10;
         let limit = if share(t.blocked_us) >= CLIENT_READER_SHARE {
             Limit::ClientReader
         } else if share(t.server_pause_us) >= SERVER_PAUSE_SHARE {
             Limit::Server
+        } else if window_full {
+            Limit::ReceiveWindow
         } else if share(t.idle_us) >= WINDOW_IDLE_SHARE {
-            // Bursts then silence: a window, ours or the server's.
-            let window = u64::from(t.max_window);
-            if bytes_per_rtt * 16 >= window * 10 || at_rmem_ceiling { Limit::ReceiveWindow } else { Limit::Sender }
+            // Bursts then silence: a window, ours (pinned at the ceiling) or the server's.
+            if at_rmem_ceiling { Limit::ReceiveWindow } else { Limit::Sender }
         } else {
             Limit::Link
         };

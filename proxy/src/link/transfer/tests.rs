@@ -58,6 +58,72 @@ fn bursts_that_fill_our_window_are_the_receive_window() {
 }
 
 #[test]
+fn a_window_reopened_piece_by_piece_is_the_receive_window() {
+    let mut t = tracker();
+    t.response_started(0);
+    // Seen over the emulator with tcp_rmem max 32 KiB: the 19 KB window arrives as a
+    // read every 3.3 ms, as our reads reopen it, never a silence long enough to be idle.
+    let mut now = 0;
+    while now < 4_300_000 {
+        now += 3_300;
+        t.read(now);
+    }
+    window(&mut t, 19_072, 32_768);
+    let m = t.finished(now, 4_028_068, 1, now).unwrap();
+    assert_eq!(m.limit, Limit::ReceiveWindow, "{m:?}");
+    assert_eq!(m.idle_us, 0, "{m:?}");
+}
+
+#[test]
+fn loss_recovery_stalls_on_a_full_link_are_the_link() {
+    let mut t = tracker();
+    t.response_started(0);
+    // 100 Mbit/s with a tail-drop queue: now and then a hole, and the reader waits
+    // ~2 RTTs for its retransmission (35-45 ms seen over the emulator), then
+    // gets what queued behind it at once. 15 of those are 23 % of the transfer.
+    let mut now = 0;
+    for i in 1..=770u64 {
+        now += if i % 50 == 0 { 40_000 } else { 2_600 };
+        t.read(now);
+    }
+    window(&mut t, 8 << 20, 12 << 20);
+    let m = t.finished(now, 22_154_068, 1, now).unwrap();
+    assert_eq!(m.limit, Limit::Link, "{m:?}");
+    assert_eq!((m.idle_us, m.server_pauses), (0, 0), "{m:?}");
+}
+
+#[test]
+fn scattered_short_gaps_at_full_speed_are_the_link() {
+    let mut t = tracker();
+    t.response_started(0);
+    // A link-limited 22 MB on a busy host: a 6-10 ms gap every ~12 reads (holes refilled,
+    // the reader descheduled), 20 % of the time, yet 92 Mbit/s. A window leaves far more.
+    let mut now = 0;
+    for i in 1..=620u64 {
+        now += if i % 12 == 0 { 6_000 + (i % 5) * 1_000 } else { 2_600 };
+        t.read(now);
+    }
+    window(&mut t, 12 << 20, 19 << 20);
+    let m = t.finished(now, 22_154_068, 1, now).unwrap();
+    let idle = m.idle_us as f64 / m.duration_us as f64;
+    assert!((0.15..0.3).contains(&idle), "{idle} {m:?}");
+    assert_eq!(m.limit, Limit::Link, "{m:?}");
+}
+
+#[test]
+fn a_transfer_too_quick_to_sample_is_not_a_window() {
+    // Loopback: 2 MiB in 2 ms, before the first 10 ms sample; no window is known.
+    let mut t = TransferTracker::new(1 << 20, Some(6 << 20));
+    t.sample(&LinkSample { rtt_us: 50, min_rtt_us: Some(50), ..LinkSample::default() });
+    t.response_started(0);
+    for i in 1..=64 {
+        t.read(i * 30);
+    }
+    let m = t.finished(2_000, 2 << 20, 1, 2_000).unwrap();
+    assert_eq!((m.limit, m.advertised_window), (Limit::Link, 0), "{m:?}");
+}
+
+#[test]
 fn holding_off_for_a_slow_client_is_the_client_reader() {
     let mut t = tracker();
     t.response_started(0);
