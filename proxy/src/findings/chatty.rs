@@ -3,7 +3,7 @@
 //! SET, one small lookup after another. Each is cheap here and a full RTT
 //! over a long link.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use rttscope_config::ChattyConfig;
@@ -40,7 +40,7 @@ impl Chatty {
             min_round_trips: u64::from(c.min_round_trips),
             min_cost_us: c.min_projected_cost.0.as_micros() as u64,
             reference_rtt_us,
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Undersized fetch batches: a server-side cursor read a few rows per
 //! `COM_STMT_FETCH`, one round trip each.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::{min_known, Detail, Finding, Kind, Scope};

@@ -5,7 +5,9 @@
 //! linked to its parent when the values the children use appeared in the
 //! sampled result of a query just before the run began.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::{add_round_trips, min_known, Detail, Finding, Kind, Scope};

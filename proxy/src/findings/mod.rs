@@ -11,7 +11,9 @@ mod pages;
 mod suggest;
 pub mod whatif;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use rttscope_config::FindingsConfig;
@@ -192,7 +194,7 @@ impl FindingsEngine {
             cursors: Cursors::default(),
             pages: Pages::default(),
             chatty,
-            found: HashMap::new(),
+            found: HashMap::default(),
             counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
             log_window: (0, 0),
         }

@@ -2,7 +2,7 @@
 //! with advancing offsets, each page full. Every page is a round trip, and
 //! every OFFSET makes the server read and discard the rows before it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use super::{min_known, Detail, Finding, Kind, Scope};

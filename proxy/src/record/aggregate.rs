@@ -4,9 +4,11 @@
 //! one `other` entry (amortised, so a million distinct statements cost no
 //! more than 2 × max entries).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::latency::Latency;
 use super::{CommandMetrics, CommandRecord, Event, LiveConnection};
@@ -186,9 +188,9 @@ impl Aggregates {
     pub fn new(max_fingerprints: usize, since_us: u64) -> Aggregates {
         Aggregates {
             max_fingerprints: max_fingerprints.max(1),
-            queries: HashMap::new(),
+            queries: HashMap::default(),
             other: QueryStats::new(OTHER_FINGERPRINT, Arc::from("(other statements)"), StatementKind::Other, since_us),
-            connections: HashMap::new(),
+            connections: HashMap::default(),
             closed: VecDeque::new(),
             totals: Totals::default(),
             since_us,

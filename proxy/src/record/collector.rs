@@ -21,6 +21,11 @@ pub struct Collector {
 
 /// Events taken from the channel per lock of the aggregates.
 const BATCH: usize = 512;
+/// After a batch, the collector lets events gather this long before it
+/// looks again: one wake-up per interval instead of one per command (each
+/// wake-up is a context switch the relay's threads pay for). The channel
+/// is sized to hold far more than an interval's worth.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Collector {
     pub fn new(rx: mpsc::Receiver<Event>, aggregates: Arc<Mutex<Aggregates>>) -> Collector {
@@ -45,7 +50,11 @@ impl Collector {
             for consumer in &mut self.consumers {
                 consumer.events(&batch);
             }
+            let full = batch.len() == BATCH;
             batch.clear();
+            if !full {
+                tokio::time::sleep(GATHER).await;
+            }
         }
     }
 }

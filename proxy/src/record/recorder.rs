@@ -3,11 +3,12 @@
 //! arrive, attributes prepared-statement traffic to the SQL that was
 //! prepared, and emits one [`CommandRecord`] per command — never waiting.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use rustc_hash::FxHashMap as HashMap;
 use tokio::time::Instant;
 
 use super::{micros, CommandRecord, Event, EventSink, LiveConnection, LiveLink, Values};
@@ -34,6 +35,9 @@ const TEXT_CACHE: usize = 512;
 const MAX_STATEMENTS: usize = 4096;
 /// MariaDB's "the statement I just prepared" id, for pipelined prepare+execute.
 const LAST_PREPARED: u32 = u32::MAX;
+/// The placeholder id of a record not yet attributed to a statement.
+const UNNAMED: FingerprintId = FingerprintId(0);
+
 /// Longest literal example kept (`report.examples`).
 const MAX_EXAMPLE: usize = 1024;
 
@@ -83,6 +87,8 @@ pub struct Recorder {
     examples: bool,
     sample: RowSample,
     link: LinkProbe,
+    /// The text of `UNNAMED`, shared so a blank record costs no allocation.
+    unnamed: Arc<str>,
 }
 
 /// What a recorder needs to know besides its connection.
@@ -143,12 +149,13 @@ impl Recorder {
             hold_us: 0,
             started_us: Some(micros(accepted)),
             fingerprinter: Fingerprinter::new(),
-            texts: HashMap::new(),
-            statements: HashMap::new(),
+            texts: HashMap::default(),
+            statements: HashMap::default(),
             last_prepared: None,
             in_flight: VecDeque::new(),
             examples: settings.examples,
             sample: RowSample::default(),
+            unnamed: Arc::from(""),
             link: LinkProbe {
                 tracker: TransferTracker::new(settings.large_transfer, settings.rmem_max),
                 interval_us: settings.sample_interval_us,
@@ -163,8 +170,10 @@ impl Recorder {
         (id, cached(&mut self.texts, id, name).0)
     }
 
+    /// A record whose statement is filled in by the caller (SQL, or the
+    /// prepared statement) or, failing that, named after the command.
     fn blank(&mut self, command: u8) -> CommandRecord {
-        let (fingerprint, text) = self.named(command::name(command));
+        let (fingerprint, text) = (UNNAMED, self.unnamed.clone());
         let request_us = self.started_us.take().unwrap_or_else(|| micros(self.now));
         CommandRecord {
             conn_id: self.conn_id,
@@ -332,6 +341,9 @@ impl Observer for Recorder {
             }
             _ => {}
         }
+        if record.fingerprint == UNNAMED {
+            (record.fingerprint, record.text) = self.named(command::name(c.command));
+        }
         self.in_flight.push_back(InFlight { record, prepare, schema, user });
     }
 
@@ -389,16 +401,23 @@ impl Observer for Recorder {
 
     fn finished(&mut self, s: &Summary) {
         let Some(InFlight { mut record, prepare, schema, user }) = self.in_flight.pop_front() else { return };
-        let sample = std::mem::take(&mut self.sample);
+        // The sample's buffers are reused from command to command; only a
+        // possible parent (a multi-row result) gets a copy of its values.
+        let sample = &mut self.sample;
         if s.rows >= 2 && !sample.hashes.is_empty() {
-            record.sample = Some(sample.hashes.into_boxed_slice());
+            record.sample = Some(Box::from(sample.hashes.as_slice()));
         }
         // Remember result column types for the fetches and cached executes that follow.
         if let Some(st) = record.statement.and_then(|id| self.statements.get_mut(&id))
             && !sample.columns.is_empty()
+            && st.columns != sample.columns
         {
-            st.columns = sample.columns;
+            st.columns.clone_from(&sample.columns);
         }
+        let prepared = std::mem::take(&mut sample.prepared);
+        sample.hashes.clear();
+        sample.columns.clear();
+        (sample.result_sets, sample.rows) = (0, 0);
         let ok = s.error.is_none();
         record.last_byte_us = micros(self.now).max(record.request_us);
         record.rtt_us = self.link.tracker.min_rtt_us;
@@ -421,7 +440,7 @@ impl Observer for Recorder {
             COM_STMT_PREPARE if ok => {
                 if let (Some(mut st), Some(announced)) = (prepare, s.statement) {
                     st.params = announced.params;
-                    st.columns = sample.prepared;
+                    st.columns = prepared;
                     record.statement = Some(announced.id);
                     if self.statements.len() < MAX_STATEMENTS || self.statements.contains_key(&announced.id) {
                         self.statements.insert(announced.id, st);

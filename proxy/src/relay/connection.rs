@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio_util::sync::CancellationToken;
 
+use super::drain::DrainWatch;
 use super::error::RelayError;
 use super::handshake::{relay_greeting, relay_response, Greeting};
 use super::pump::{pump, Ended, InjectBinding, NoTap, PumpSettings, Tap};
@@ -29,25 +29,29 @@ enum Outcome {
     RefusedByUpstream,
 }
 
-pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64, shared: Arc<Shared>, shutdown: CancellationToken) {
+pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64, shared: Arc<Shared>, shutdown: DrainWatch) {
     let accepted = tokio::time::Instant::now();
+    // The span is the parent of this connection's few log lines, never
+    // entered: entering it on every poll would cost on the forwarding path.
+    let span = tracing::info_span!("conn", conn.id = conn_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
+    let log = &span;
     let result = match (&shared.events, shared.config.record.enabled) {
         (Some(events), true) => {
             let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, shared.recorder);
-            let result = run(&mut client, peer, conn_id, &shared, &shutdown, &mut recorder).await;
+            let result = run(&mut client, peer, conn_id, &shared, &shutdown, log, &mut recorder).await;
             recorder.closed();
             result
         }
-        _ => run(&mut client, peer, conn_id, &shared, &shutdown, &mut NoTap).await,
+        _ => run(&mut client, peer, conn_id, &shared, &shutdown, log, &mut NoTap).await,
     };
     let elapsed_ms = accepted.elapsed().as_millis() as u64;
     match result {
-        Ok(Outcome::Pumped(ended)) => tracing::debug!(?ended, elapsed_ms, "connection closed"),
-        Ok(outcome) => tracing::debug!(?outcome, elapsed_ms, "connection closed"),
-        Err(e) if e.is_hangup() => tracing::debug!(error = %e, elapsed_ms, "connection closed by peer"),
+        Ok(Outcome::Pumped(ended)) => tracing::debug!(parent: log, ?ended, elapsed_ms, "connection closed"),
+        Ok(outcome) => tracing::debug!(parent: log, ?outcome, elapsed_ms, "connection closed"),
+        Err(e) if e.is_hangup() => tracing::debug!(parent: log, error = %e, elapsed_ms, "connection closed by peer"),
         Err(e) => {
             shared.stats.protocol_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(error = %e, %peer, elapsed_ms, "closing connection");
+            tracing::warn!(parent: log, error = %e, %peer, elapsed_ms, "closing connection");
         }
     }
 }
@@ -57,7 +61,8 @@ async fn run<T: Tap>(
     peer: SocketAddr,
     conn_id: u64,
     shared: &Shared,
-    shutdown: &CancellationToken,
+    shutdown: &DrainWatch,
+    log: &tracing::Span,
     tap: &mut T,
 ) -> Result<Outcome, RelayError> {
     let config = &shared.config;
@@ -68,12 +73,12 @@ async fn run<T: Tap>(
         Ok(dialled) => dialled,
         Err(e) => {
             shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(error = %e, "upstream unreachable; told the client");
+            tracing::warn!(parent: log, error = %e, "upstream unreachable; told the client");
             refuse(client, &format!("rttscope: {e}")).await?;
             return Ok(Outcome::UpstreamUnreachable);
         }
     };
-    tracing::Span::current().record("upstream.addr", tracing::field::display(upstream_addr));
+    log.record("upstream.addr", tracing::field::display(upstream_addr));
 
     let greeting = match relay_greeting(client, &mut upstream, timeout).await {
         Ok(Greeting::Forwarded { greeting, len }) => (greeting, len),
@@ -82,7 +87,7 @@ async fn run<T: Tap>(
         Err(e) => {
             // The client has seen nothing yet: it still gets told why.
             shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(error = %e, "no usable greeting from upstream; told the client");
+            tracing::warn!(parent: log, error = %e, "no usable greeting from upstream; told the client");
             refuse(client, &format!("rttscope: upstream {upstream_addr} sent no usable greeting: {e}")).await?;
             return Ok(Outcome::UpstreamUnreachable);
         }
@@ -90,6 +95,7 @@ async fn run<T: Tap>(
     let capture = config.record.max_sql_bytes.0 as usize;
     let established = relay_response(client, &mut upstream, greeting, timeout, capture, tap).await?;
     tracing::debug!(
+        parent: log,
         user = %established.response.user,
         schema = established.response.schema.as_deref().unwrap_or(""),
         server = %established.greeting.server_version,

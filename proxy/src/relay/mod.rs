@@ -8,6 +8,7 @@
 //! grace period is aborted.
 
 mod connection;
+mod drain;
 mod error;
 mod handshake;
 mod pipe;
@@ -26,9 +27,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
+use drain::Drain;
 pub use error::RelayError;
 pub use pump::{Direction, Ended};
 pub use upstream::DialError;
@@ -105,7 +105,7 @@ impl Proxy {
         let config = self.shared.config.clone();
         let permits = Arc::new(Semaphore::new(config.limits.max_connections as usize));
         let rejections = Arc::new(Semaphore::new(MAX_REJECTIONS_IN_FLIGHT));
-        let draining = CancellationToken::new();
+        let drain = Arc::new(Drain::default());
         let mut tasks = JoinSet::new();
         tokio::pin!(shutdown);
         loop {
@@ -127,16 +127,15 @@ impl Proxy {
                     };
                     self.next_id += 1;
                     let conn_id = self.next_id;
-                    let span = tracing::info_span!("conn", conn.id = conn_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
                     let shared = self.shared.clone();
-                    let token = draining.clone();
+                    let watch = drain.watch(conn_id);
                     shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
                     shared.stats.connections_active.fetch_add(1, Ordering::Relaxed);
                     tasks.spawn(async move {
-                        connection::serve(client, peer, conn_id, shared.clone(), token).await;
+                        connection::serve(client, peer, conn_id, shared.clone(), watch).await;
                         shared.stats.connections_active.fetch_sub(1, Ordering::Relaxed);
                         drop(permit);
-                    }.instrument(span));
+                    });
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                 () = &mut shutdown => break,
@@ -148,7 +147,7 @@ impl Proxy {
         if open > 0 {
             tracing::info!(connections = open, ?grace, "shutting down: letting in-flight commands finish");
         }
-        draining.cancel();
+        drain.start();
         let drained = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
         if drained.is_err() {
             tracing::warn!(connections = tasks.len(), "grace period over: closing connections still busy");

@@ -98,9 +98,12 @@ impl HalfPipe {
         }
     }
 
-    /// Reads what `from` has into free space, lets `scan` see the new bytes
-    /// (with their arrival and release times) before anyone else does, then
-    /// writes what is released to `to`. Returns whether anything moved.
+    /// Reads what `from` has into free space, writes what is released to
+    /// `to`, then lets `scan` see the new bytes (with their arrival and
+    /// release times). Writing first keeps recording off the bytes' way;
+    /// the state machine still sees every chunk before this task reads
+    /// anything else, so it is never behind what the peers have seen of
+    /// each other. Returns whether anything moved.
     pub fn poll_step(
         &mut self,
         cx: &mut Context<'_>,
@@ -110,6 +113,7 @@ impl HalfPipe {
         scan: impl FnOnce(&mut PacketScanner, &[u8], Instant, Instant) -> Result<(), DecodeError>,
     ) -> Result<bool, RelayError> {
         let mut moved = false;
+        let mut fresh = None;
         if may_read && !self.read_closed {
             self.make_room();
         }
@@ -127,9 +131,8 @@ impl HalfPipe {
                         Some(line) => Instant::from_std(line.schedule(arrived.into_std(), n)),
                         None => arrived,
                     };
-                    let new = self.end..self.end + n;
+                    fresh = Some((self.end..self.end + n, arrived, released));
                     self.end += n;
-                    scan(&mut self.scanner, &self.buf[new], arrived, released)?;
                 }
             }
         }
@@ -146,12 +149,17 @@ impl HalfPipe {
                     self.start += n;
                     self.written += n as u64;
                     if self.start == self.end {
+                        // Nothing waits; the next read starts at the front. The
+                        // bytes just read are still in place for the scan below.
                         self.start = 0;
                         self.end = 0;
                     }
                 }
                 Poll::Pending => self.peer_slow = true,
             }
+        }
+        if let Some((new, arrived, released)) = fresh {
+            scan(&mut self.scanner, &self.buf[new], arrived, released)?;
         }
         Ok(moved)
     }

@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use tokio::io::ReadBuf;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
+use super::drain::DrainWatch;
 use super::error::RelayError;
 use super::pipe::HalfPipe;
 pub use super::tap::{Direction, NoTap, Tap};
@@ -68,12 +69,10 @@ pub async fn pump<T: Tap>(
     session: &mut Session,
     tap: &mut T,
     settings: &PumpSettings,
-    shutdown: &CancellationToken,
+    shutdown: &DrainWatch,
 ) -> Result<Ended, RelayError> {
     let mut to_upstream = HalfPipe::new(settings.buffer_size);
     let mut to_client = HalfPipe::new(settings.buffer_size);
-    let shutdown = shutdown.cancelled();
-    tokio::pin!(shutdown);
     let mut draining = false;
     // Re-armed lazily: activity only moves `last_activity`; the timer is
     // reset when it fires early, not on every read.
@@ -147,7 +146,7 @@ pub async fn pump<T: Tap>(
             return Poll::Ready(Ok(Ended::UpstreamClosed));
         }
 
-        if !draining && shutdown.as_mut().poll(cx).is_ready() {
+        if !draining && shutdown.poll_started(cx) {
             draining = true;
         }
         if draining
@@ -156,7 +155,13 @@ pub async fn pump<T: Tap>(
             && to_upstream.is_empty()
             && to_client.is_empty()
         {
-            return Poll::Ready(Ok(Ended::Drained));
+            // What the client already sent is in flight too: if bytes are
+            // waiting, take them first. Pending or closed: nothing waits.
+            let mut probe = [0u8; 1];
+            match client.poll_peek(cx, &mut ReadBuf::new(&mut probe)) {
+                Poll::Ready(Ok(n)) if n > 0 => progress = true,
+                _ => return Poll::Ready(Ok(Ended::Drained)),
+            }
         }
 
         if idle.as_mut().poll(cx).is_ready() {

@@ -1,0 +1,56 @@
+//! The shutdown signal as connections see it. Each connection polls it on
+//! every turn of its loop, so it must cost no shared lock: a shared flag,
+//! and a waker per connection registered with atomics. The registry of
+//! wakers is locked only when a connection starts or ends, and once at
+//! shutdown to wake them all.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::Context;
+
+use atomic_waker::AtomicWaker;
+
+#[derive(Default)]
+pub struct Drain {
+    started: AtomicBool,
+    connections: Mutex<HashMap<u64, Arc<AtomicWaker>>>,
+}
+
+impl Drain {
+    /// Starts draining: every connection is woken to check whether it is idle.
+    pub fn start(&self) {
+        self.started.store(true, Ordering::Release);
+        let connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        for waker in connections.values() {
+            waker.wake();
+        }
+    }
+
+    pub fn watch(self: &Arc<Self>, conn_id: u64) -> DrainWatch {
+        let waker = Arc::new(AtomicWaker::new());
+        self.connections.lock().unwrap_or_else(|p| p.into_inner()).insert(conn_id, waker.clone());
+        DrainWatch { drain: self.clone(), conn_id, waker }
+    }
+}
+
+/// One connection's view of the drain; deregisters itself when dropped.
+pub struct DrainWatch {
+    drain: Arc<Drain>,
+    conn_id: u64,
+    waker: Arc<AtomicWaker>,
+}
+
+impl DrainWatch {
+    /// Whether draining has begun; if not, `cx` is woken when it does.
+    pub fn poll_started(&self, cx: &mut Context<'_>) -> bool {
+        self.waker.register(cx.waker());
+        self.drain.started.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for DrainWatch {
+    fn drop(&mut self) {
+        self.drain.connections.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn_id);
+    }
+}
