@@ -7,7 +7,6 @@ use rttscope_config::FindingsConfig;
 use super::*;
 use crate::fingerprint::{hash_value, Fingerprinter};
 use crate::protocol::constants::command::*;
-use crate::record::Values;
 
 /// A clock and a connection to script commands on.
 struct Script {
@@ -41,39 +40,18 @@ impl Script {
 fn record(conn: u64, command: u8, sql: &str, rows: u64, at_us: u64, latency_us: u64) -> CommandRecord {
     let mut fingerprinter = Fingerprinter::new();
     let fp = fingerprinter.fingerprint(sql.as_bytes());
-    let mut values = Values::default();
+    let mut r = CommandRecord::new(conn, command, fp.id, Arc::from(fp.text), at_us);
     for &v in fp.values {
-        values.push(v);
+        r.values.push(v);
     }
-    CommandRecord {
-        conn_id: conn,
-        command,
-        fingerprint: fp.id,
-        text: Arc::from(fp.text),
-        kind: fp.kind,
-        request_us: at_us,
-        first_byte_us: Some(at_us + latency_us / 2),
-        last_byte_us: at_us + latency_us,
-        round_trips: 1,
-        bytes_up: 40,
-        bytes_down: 80,
-        rows,
-        columns: 2,
-        affected_rows: 0,
-        warnings: 0,
-        error: None,
-        statement: None,
-        fetch_rows: 0,
-        cursor: false,
-        values,
-        limit: fp.limit,
-        rows_in_values: fp.rows_in_values,
-        trace: fp.trace.and_then(|t| u128::from_str_radix(t, 16).ok()),
-        example: None,
-        sample: None,
-        rtt_us: 0,
-        injected_us: 0,
-    }
+    r.kind = fp.kind;
+    r.first_byte_us = Some(at_us + latency_us / 2);
+    r.last_byte_us = at_us + latency_us;
+    (r.round_trips, r.bytes_up, r.bytes_down, r.rows, r.columns) = (1, 40, 80, rows, 2);
+    r.limit = fp.limit;
+    r.rows_in_values = fp.rows_in_values;
+    r.trace = fp.trace.and_then(|t| u128::from_str_radix(t, 16).ok());
+    r
 }
 
 fn employees(n: u64) -> Vec<u64> {

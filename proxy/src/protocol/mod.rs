@@ -14,6 +14,7 @@ pub mod framing;
 pub mod handshake;
 pub mod packets;
 pub mod session;
+pub mod wire;
 
 pub use error::{DecodeError, Peer};
 pub use framing::{FrameSink, PacketScanner};

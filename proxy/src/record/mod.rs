@@ -107,6 +107,41 @@ pub struct CommandRecord {
 }
 
 impl CommandRecord {
+    /// A record of `command` on connection `conn_id`, requested at
+    /// `request_us`, attributed to `fingerprint`; everything else empty
+    /// until the command's response fills it in.
+    pub fn new(conn_id: u64, command: u8, fingerprint: FingerprintId, text: Arc<str>, request_us: u64) -> CommandRecord {
+        CommandRecord {
+            conn_id,
+            command,
+            fingerprint,
+            text,
+            kind: StatementKind::Other,
+            request_us,
+            first_byte_us: None,
+            last_byte_us: request_us,
+            round_trips: 0,
+            bytes_up: 0,
+            bytes_down: 0,
+            rows: 0,
+            columns: 0,
+            affected_rows: 0,
+            warnings: 0,
+            error: None,
+            statement: None,
+            fetch_rows: 0,
+            cursor: false,
+            values: Values::default(),
+            limit: None,
+            rows_in_values: 0,
+            trace: None,
+            example: None,
+            sample: None,
+            rtt_us: 0,
+            injected_us: 0,
+        }
+    }
+
     /// Time from request to last response byte.
     pub fn latency_us(&self) -> u64 {
         self.last_byte_us.saturating_sub(self.request_us)

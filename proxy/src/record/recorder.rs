@@ -173,37 +173,8 @@ impl Recorder {
     /// A record whose statement is filled in by the caller (SQL, or the
     /// prepared statement) or, failing that, named after the command.
     fn blank(&mut self, command: u8) -> CommandRecord {
-        let (fingerprint, text) = (UNNAMED, self.unnamed.clone());
         let request_us = self.started_us.take().unwrap_or_else(|| micros(self.now));
-        CommandRecord {
-            conn_id: self.conn_id,
-            command,
-            fingerprint,
-            text,
-            kind: StatementKind::Other,
-            request_us,
-            first_byte_us: None,
-            last_byte_us: request_us,
-            round_trips: 0,
-            bytes_up: 0,
-            bytes_down: 0,
-            rows: 0,
-            columns: 0,
-            affected_rows: 0,
-            warnings: 0,
-            error: None,
-            statement: None,
-            fetch_rows: 0,
-            cursor: false,
-            values: Values::default(),
-            limit: None,
-            rows_in_values: 0,
-            trace: None,
-            example: None,
-            sample: None,
-            rtt_us: 0,
-            injected_us: 0,
-        }
+        CommandRecord::new(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us)
     }
 
     fn statement_id(&self, payload: &[u8]) -> Option<u32> {

@@ -1,7 +1,7 @@
 //! The state machine driven through scripted conversations, on wire bytes.
 
 use super::*;
-use crate::protocol::framing::{header, PacketScanner};
+use crate::protocol::framing::PacketScanner;
 use crate::protocol::constants::status::*;
 
 #[derive(Default)]
@@ -69,51 +69,11 @@ impl Conn {
     }
 }
 
-fn pkt(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let mut p = header(payload.len(), seq).to_vec();
-    p.extend_from_slice(payload);
-    p
-}
+use crate::protocol::wire::{column_def, eof, err, ok, ok_eof, packet as pkt, query};
 
-fn query(sql: &str) -> Vec<u8> {
-    let mut payload = vec![COM_QUERY];
-    payload.extend_from_slice(sql.as_bytes());
-    pkt(0, &payload)
-}
-
-fn column_def(seq: u8, name: &str) -> Vec<u8> {
-    let mut p = vec![3, b'd', b'e', b'f', 0, 0, 0, name.len() as u8];
-    p.extend_from_slice(name.as_bytes());
-    p.extend_from_slice(&[0, 0x0c, 0x3f, 0, 1, 0, 0, 0, 3, 0x81, 0, 0, 0, 0]);
-    pkt(seq, &p)
-}
-
-fn eof(seq: u8, status: u16) -> Vec<u8> {
-    let s = status.to_le_bytes();
-    pkt(seq, &[0xFE, 0, 0, s[0], s[1]])
-}
-
-fn ok(seq: u8, affected: u8, status: u16) -> Vec<u8> {
-    let s = status.to_le_bytes();
-    pkt(seq, &[0x00, affected, 0, s[0], s[1], 0, 0])
-}
-
-fn ok_eof(seq: u8, status: u16) -> Vec<u8> {
-    let s = status.to_le_bytes();
-    pkt(seq, &[0xFE, 0, 0, s[0], s[1], 0, 0])
-}
-
+/// A one-value text row.
 fn text_row(seq: u8, value: &str) -> Vec<u8> {
-    let mut p = vec![value.len() as u8];
-    p.extend_from_slice(value.as_bytes());
-    pkt(seq, &p)
-}
-
-fn err(seq: u8, code: u16) -> Vec<u8> {
-    let c = code.to_le_bytes();
-    let mut p = vec![0xFF, c[0], c[1], b'#'];
-    p.extend_from_slice(b"42000oops");
-    pkt(seq, &p)
+    crate::protocol::wire::text_row(seq, &[value])
 }
 
 #[test]

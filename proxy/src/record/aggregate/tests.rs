@@ -1,38 +1,15 @@
 //! Aggregation arithmetic and the memory bound.
 
 use super::*;
-use crate::record::Values;
 
 fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandRecord {
-    CommandRecord {
-        conn_id: 1,
-        command,
-        fingerprint: FingerprintId(fingerprint),
-        text: Arc::from(format!("select {fingerprint}").as_str()),
-        kind: StatementKind::Select,
-        request_us: 1000,
-        first_byte_us: Some(1000 + latency_us / 2),
-        last_byte_us: 1000 + latency_us,
-        round_trips: 1,
-        bytes_up: 10,
-        bytes_down: 100,
-        rows,
-        columns: 1,
-        affected_rows: 0,
-        warnings: 0,
-        error: None,
-        statement: None,
-        fetch_rows: 0,
-        cursor: false,
-        values: Values::default(),
-        limit: None,
-        rows_in_values: 0,
-        trace: None,
-        example: None,
-        sample: None,
-        rtt_us: 0,
-        injected_us: 0,
-    }
+    let text = Arc::from(format!("select {fingerprint}").as_str());
+    let mut r = CommandRecord::new(1, command, FingerprintId(fingerprint), text, 1000);
+    r.kind = StatementKind::Select;
+    r.first_byte_us = Some(1000 + latency_us / 2);
+    r.last_byte_us = 1000 + latency_us;
+    (r.round_trips, r.bytes_up, r.bytes_down, r.rows, r.columns) = (1, 10, 100, rows, 1);
+    r
 }
 
 #[test]
