@@ -1,1 +1,26 @@
-//! Benchmark harness for rttscope.
+//! rttscope's benchmark harness: the same workloads against MariaDB directly and through
+//! the rttscope binary, in one run, reported side by side as ratios (`scripts/bench.sh`).
+//!
+//! - [`options`]: the flags, and the [`options::Plan`] they resolve to;
+//! - [`scenario`]: named proxy configs, each raced against direct;
+//! - [`child`]: the proxy under test as a child process, with its CPU time and memory;
+//! - [`pipe`]: the raw-pipe baseline relay;
+//! - [`workload`]: a. sequential round trips, b. point selects, c. a large result;
+//! - [`stats`]: percentiles, medians, means;
+//! - [`report`]: the Markdown table and the JSON;
+//! - [`run`]: one run, start to end.
+//!
+//! The codec micro-benchmarks are in `benches/codec.rs` (`cargo bench -p rttscope-benches`).
+
+pub mod child;
+pub mod options;
+pub mod pipe;
+pub mod report;
+pub mod run;
+pub mod scenario;
+pub mod stats;
+pub mod workload;
+
+pub use options::Options;
+pub use report::Report;
+pub use run::run;

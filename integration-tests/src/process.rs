@@ -50,76 +50,44 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-/// A running `rttscope` process with its own config file and log.
-pub struct ProxyProcess {
+/// A child process that listens on an address: its stderr kept as a log,
+/// killed on drop. What rttscope and the benchmark's other relays share.
+pub struct ListeningChild {
     child: Child,
     listen: SocketAddr,
-    admin: SocketAddr,
-    dir: tempfile::TempDir,
     log: Arc<Mutex<Vec<u8>>>,
 }
 
-impl ProxyProcess {
-    /// Starts the binary with `yaml` appended to a config that sets `listen`
-    /// and `admin` to free ports, and waits until it accepts connections.
-    /// `yaml` must not set `listen` or `admin` itself.
-    pub fn start(yaml: &str) -> Result<ProxyProcess> {
-        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let ready = || TcpStream::connect(listen).is_ok();
-        Self::launch(Command::new(rttscope_binary()?), yaml, (listen, admin), &ready)
-    }
-
-    /// Like [`start`](Self::start), but inside network namespace `ns` of `link` (through
-    /// `ip netns exec`, which execs rttscope in place: [`pid`](Self::pid) is rttscope's). It
-    /// listens on 127.0.0.1:6033 with its admin API on 127.0.0.1:6070 *of that namespace*:
-    /// only a thread inside it ([`WanLink::in_namespace`]) reaches them, and so does the
-    /// readiness probe. The namespace is fresh, so the ports are free.
-    pub fn start_in_namespace(link: &WanLink, ns: &str, yaml: &str) -> Result<ProxyProcess> {
-        let listen = SocketAddr::from(([127, 0, 0, 1], 6033));
-        let admin = SocketAddr::from(([127, 0, 0, 1], 6070));
-        let ready = || link.in_namespace(ns, || TcpStream::connect(listen).is_ok()).unwrap_or(false);
-        Self::launch(link.command(ns, &rttscope_binary()?.to_string_lossy()), yaml, (listen, admin), &ready)
-    }
-
-    /// Runs `command` (the binary, possibly behind a prefix) with a config file and waits
-    /// until `ready` says it accepts connections.
-    fn launch(mut command: Command, yaml: &str, (listen, admin): (SocketAddr, SocketAddr), ready: &dyn Fn() -> bool) -> Result<ProxyProcess> {
-        let dir = tempfile::Builder::new().prefix("rttscope-proc-").tempdir()?;
-        let config = dir.path().join("rttscope.yaml");
-        fs::write(&config, format!("listen: {listen}\nadmin: {admin}\n{yaml}"))?;
+impl ListeningChild {
+    /// Spawns `command` (stdin and stdout discarded, stderr captured) and
+    /// waits up to 30 s until `ready` says it accepts connections on `listen`.
+    pub fn spawn(mut command: Command, listen: SocketAddr, ready: &dyn Fn() -> bool) -> Result<ListeningChild> {
+        let what = command.get_program().to_string_lossy().into_owned();
         let mut child = command
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", std::env::var("RTTSCOPE_TEST_LOG").unwrap_or_else(|_| "info".into()))
-            .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .context("spawning rttscope")?;
+            .with_context(|| format!("spawning {what}"))?;
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut stderr = child.stderr.take().context("stderr piped")?;
         let sink = log.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
+            while let Ok(n @ 1..) = stderr.read(&mut buf) {
                 if let Ok(mut log) = sink.lock() {
                     log.extend_from_slice(&buf[..n]);
                 }
             }
         });
-        let mut process = ProxyProcess { child, listen, admin, dir, log };
+        let mut process = ListeningChild { child, listen, log };
         let deadline = Instant::now() + Duration::from_secs(30);
         while !ready() {
             if let Some(status) = process.child.try_wait()? {
-                bail!("rttscope exited at start ({status}):\n{}", process.log());
+                bail!("{what} exited at start ({status}):\n{}", process.log());
             }
             if Instant::now() > deadline {
-                bail!("rttscope did not listen on {listen} within 30 s:\n{}", process.log());
+                bail!("{what} did not listen on {listen} within 30 s:\n{}", process.log());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -130,17 +98,8 @@ impl ProxyProcess {
         self.listen
     }
 
-    pub fn admin(&self) -> SocketAddr {
-        self.admin
-    }
-
     pub fn pid(&self) -> u32 {
         self.child.id()
-    }
-
-    /// A scratch directory that lives as long as the process handle.
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
     }
 
     /// Everything the process logged so far.
@@ -169,6 +128,14 @@ impl ProxyProcess {
         }
     }
 
+    /// Fails with the log if the process has died (a crash mid-run explains odd numbers).
+    pub fn check_alive(&mut self) -> Result<()> {
+        match self.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => bail!("the process exited ({status}); its log:\n{}", self.log()),
+        }
+    }
+
     /// Resident and peak resident memory in KiB (`VmRSS`, `VmHWM`).
     pub fn memory_kib(&self) -> Result<(u64, u64)> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
@@ -182,25 +149,126 @@ impl ProxyProcess {
         Ok((field("VmRSS:")?, field("VmHWM:")?))
     }
 
-    /// User plus system CPU time the process has used.
+    /// User plus system CPU time of all the process's threads so far:
+    /// nanoseconds from `schedstat` where the kernel has it (clock ticks of
+    /// 10 ms would read 0 on short runs), else `/proc/pid/stat`.
     pub fn cpu_time(&self) -> Result<Duration> {
-        let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
-        // Fields after the parenthesised command name; utime and stime are 14th and 15th overall.
-        let rest = stat.rsplit_once(')').map(|(_, r)| r).context("malformed /proc/pid/stat")?;
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).context("utime/stime");
-        let total = ticks(11)? + ticks(12)?;
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Ok(Duration::from_secs_f64(total as f64 / hz as f64))
+        let pid = self.child.id();
+        schedstat_ns(pid).map(Duration::from_nanos).or_else(|_| stat_ticks(pid))
     }
 }
 
-impl Drop for ProxyProcess {
+impl Drop for ListeningChild {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// Sum over threads of the first `schedstat` field: nanoseconds on a CPU.
+fn schedstat_ns(pid: u32) -> Result<u64> {
+    let mut total = 0u64;
+    for task in fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path().join("schedstat");
+        // A thread may exit between listing and reading.
+        let Ok(text) = fs::read_to_string(&path) else { continue };
+        total += text.split_whitespace().next().and_then(|f| f.parse::<u64>().ok()).context("malformed schedstat")?;
+    }
+    Ok(total)
+}
+
+/// utime + stime from `/proc/pid/stat`, in clock ticks.
+fn stat_ticks(pid: u32) -> Result<Duration> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the parenthesised command name; utime and stime are 14th and 15th overall.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).context("malformed /proc/pid/stat")?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).context("utime/stime");
+    let total = ticks(11)? + ticks(12)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Ok(Duration::from_secs_f64(total as f64 / hz as f64))
+}
+
+/// A running `rttscope` process with its own config file and log.
+pub struct ProxyProcess {
+    process: ListeningChild,
+    admin: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for ProxyProcess {
+    type Target = ListeningChild;
+    fn deref(&self) -> &ListeningChild {
+        &self.process
+    }
+}
+
+impl std::ops::DerefMut for ProxyProcess {
+    fn deref_mut(&mut self) -> &mut ListeningChild {
+        &mut self.process
+    }
+}
+
+impl ProxyProcess {
+    /// Starts the binary with `yaml` appended to a config that sets `listen`
+    /// and `admin` to free ports, and waits until it accepts connections.
+    /// `yaml` must not set `listen` or `admin` itself.
+    pub fn start(yaml: &str) -> Result<ProxyProcess> {
+        Self::start_with(rttscope_binary()?, yaml, |_| {})
+    }
+
+    /// Like [`start`](Self::start) with another rttscope binary, and a last
+    /// word on the command (environment, say) before it runs.
+    pub fn start_with(binary: &Path, yaml: &str, configure: impl FnOnce(&mut Command)) -> Result<ProxyProcess> {
+        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let ready = || TcpStream::connect(listen).is_ok();
+        Self::launch(Command::new(binary), yaml, (listen, admin), &ready, configure)
+    }
+
+    /// Like [`start`](Self::start), but inside network namespace `ns` of `link` (through
+    /// `ip netns exec`, which execs rttscope in place: [`pid`](ListeningChild::pid) is
+    /// rttscope's). It listens on 127.0.0.1:6033 with its admin API on 127.0.0.1:6070 *of that
+    /// namespace*: only a thread inside it ([`WanLink::in_namespace`]) reaches them, and so
+    /// does the readiness probe. The namespace is fresh, so the ports are free.
+    pub fn start_in_namespace(link: &WanLink, ns: &str, yaml: &str) -> Result<ProxyProcess> {
+        let listen = SocketAddr::from(([127, 0, 0, 1], 6033));
+        let admin = SocketAddr::from(([127, 0, 0, 1], 6070));
+        let ready = || link.in_namespace(ns, || TcpStream::connect(listen).is_ok()).unwrap_or(false);
+        Self::launch(link.command(ns, &rttscope_binary()?.to_string_lossy()), yaml, (listen, admin), &ready, |_| {})
+    }
+
+    /// Runs `command` (the binary, possibly behind a prefix) with a config file and waits
+    /// until `ready` says it accepts connections.
+    fn launch(
+        mut command: Command,
+        yaml: &str,
+        (listen, admin): (SocketAddr, SocketAddr),
+        ready: &dyn Fn() -> bool,
+        configure: impl FnOnce(&mut Command),
+    ) -> Result<ProxyProcess> {
+        let dir = tempfile::Builder::new().prefix("rttscope-proc-").tempdir()?;
+        let config = dir.path().join("rttscope.yaml");
+        fs::write(&config, format!("listen: {listen}\nadmin: {admin}\n{yaml}"))?;
+        command
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", std::env::var("RTTSCOPE_TEST_LOG").unwrap_or_else(|_| "info".into()))
+            .env("NO_COLOR", "1");
+        configure(&mut command);
+        let process = ListeningChild::spawn(command, listen, ready)?;
+        Ok(ProxyProcess { process, admin, dir })
+    }
+
+    pub fn admin(&self) -> SocketAddr {
+        self.admin
+    }
+
+    /// A scratch directory that lives as long as the process handle.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
     }
 }

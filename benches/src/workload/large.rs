@@ -1,0 +1,52 @@
+//! c. One large result set: `SELECT REPEAT('x', len) FROM seq_1_to_N` read row by row
+//! over the text protocol. What a report query or an export asks of the proxy: bytes/s.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use mysql_async::OptsBuilder;
+use mysql_async::prelude::Queryable;
+
+use super::connect;
+
+/// One timed read of the large result.
+#[derive(Clone, Copy, Debug)]
+pub struct LargeRun {
+    /// Cell bytes received (rows × row length); the wire carries a few more per row.
+    pub bytes: u64,
+    pub elapsed: Duration,
+}
+
+impl LargeRun {
+    /// MB (10^6 bytes) of cell data per second.
+    pub fn mb_per_second(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Reads a result of `total_bytes` (rounded down to whole rows of `row_len`) on a fresh
+/// connection; only the query and the reading are timed.
+pub async fn run(opts: &OptsBuilder, side: &str, total_bytes: u64, row_len: u64) -> Result<LargeRun> {
+    let rows = (total_bytes / row_len).max(1);
+    let mut conn = connect(opts, side).await?;
+    let sql = format!("SELECT REPEAT('x', {row_len}) FROM seq_1_to_{rows}");
+    let start = Instant::now();
+    let mut result = conn.query_iter(sql).await?;
+    let (mut seen, mut bytes) = (0u64, 0u64);
+    result
+        .for_each(|row| {
+            seen += 1;
+            bytes += row.as_ref(0).map_or(0, |v| match v {
+                mysql_async::Value::Bytes(b) => b.len() as u64,
+                _ => 0,
+            });
+        })
+        .await?;
+    result.drop_result().await?;
+    let elapsed = start.elapsed();
+    conn.disconnect().await?;
+    if seen != rows || bytes != rows * row_len {
+        bail!("large result: expected {rows} rows of {row_len} bytes, got {seen} rows, {bytes} bytes");
+    }
+    Ok(LargeRun { bytes, elapsed })
+}

@@ -1,0 +1,58 @@
+//! The end-to-end bench in miniature, so the harness cannot rot: every workload runs on
+//! both sides and the table has a sane row for each.
+
+use std::time::Duration;
+
+use rttscope_benches::report::Compare;
+use rttscope_benches::{Options, run};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
+    let out = tempfile::tempdir()?;
+    let options = Options {
+        round_trips: Some(300),
+        warmup: Some(20),
+        duration: Some(Duration::from_millis(300)),
+        connections: Some(4),
+        table_rows: Some(1_000),
+        large_mb: Some(2.0),
+        out_dir: Some(out.path().to_owned()),
+        // The raw pipe is the rttscope-bench binary in another mode; this test is not it.
+        no_raw_pipe: true,
+        ..Options::quick()
+    };
+    let report = run(&options).await?;
+
+    for id in ["a.p50", "a.p99", "b", "c", "d"] {
+        let row = report.rows.iter().find(|r| r.id == id);
+        let Some(row) = row else { panic!("no row {id} in\n{}", report.markdown) };
+        assert_eq!(row.scenario, "default");
+        assert!(row.proxy.is_finite() && row.proxy > 0.0, "{id}: {row:?}");
+        if id != "d" {
+            let direct = row.direct.unwrap_or(0.0);
+            assert!(direct.is_finite() && direct > 0.0, "{id}: {row:?}");
+        }
+        match row.compare {
+            Compare::Ratio(r) => assert!(r.is_finite() && r > 0.0, "{id}: {row:?}"),
+            Compare::Added(a) => assert!(a.is_finite(), "{id}: {row:?}"),
+            Compare::None => assert_eq!(id, "d"),
+        }
+    }
+    for (letter, what) in [("a.", "sequential"), ("b.", "point selects"), ("c.", "result set"), ("d.", "CPU")] {
+        assert!(
+            report.markdown.lines().any(|l| l.starts_with(&format!("| {letter}")) && l.contains(what)),
+            "no {letter} row in\n{}",
+            report.markdown
+        );
+    }
+    let direct = &report.sides[0];
+    assert_eq!(direct.sequential.map(|l| l.count), Some(300));
+    assert_eq!(direct.large_runs.len(), 3);
+
+    let md = std::fs::read_to_string(out.path().join("latest.md"))?;
+    assert_eq!(md, report.markdown);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("latest.json"))?)?;
+    assert_eq!(json["schema_version"], 1);
+    assert_eq!(json["rows"].as_array().map(Vec::len), Some(report.rows.len()));
+    Ok(())
+}
