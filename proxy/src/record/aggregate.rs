@@ -152,19 +152,25 @@ pub struct ConnectionStats {
     pub live: Option<Arc<LiveConnection>>,
 }
 
-/// Everything recorded since start (or the last reset).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// Everything recorded since start (or the last reset); the report's
+/// `totals` as they are.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
     pub commands: u64,
     pub executions: u64,
     pub errors: u64,
     pub round_trips: u64,
+    /// Sum of request-to-last-byte time over all commands, µs.
     pub time_us: u64,
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub rows: u64,
     pub connections: u64,
-    /// Of `time_us`, what an emulated link added.
+    /// Records lost because the collector fell behind (forwarding never
+    /// waits). Counted by the relay; filled in when a report is made.
+    pub events_dropped: u64,
+    /// Of `time_us`, what an emulated link added (0 without injection).
+    #[serde(default)]
     pub injected_us: u64,
 }
 

@@ -12,6 +12,7 @@ use rttscope_config::Scenario;
 
 use crate::findings::whatif::{project, projections, Measured};
 use crate::protocol::constants::command;
+pub use crate::record::Totals;
 use crate::record::{Aggregates, ConnectionStats, LatencySummary, QueryStats, OTHER_FINGERPRINT};
 
 pub use html::render_html;
@@ -64,25 +65,6 @@ pub struct ConnectionProjection {
     pub id: u64,
     pub observed_us: u64,
     pub projected_us: u64,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    pub commands: u64,
-    pub executions: u64,
-    pub errors: u64,
-    pub round_trips: u64,
-    /// Sum of request-to-last-byte time over all commands, µs.
-    pub time_us: u64,
-    pub bytes_up: u64,
-    pub bytes_down: u64,
-    pub rows: u64,
-    pub connections: u64,
-    /// Records lost because the collector fell behind (forwarding never waits).
-    pub events_dropped: u64,
-    /// Of `time_us`, what the emulated link added (0 without injection).
-    #[serde(default)]
-    pub injected_us: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -198,19 +180,7 @@ impl Report {
             generator: format!("rttscope {}", env!("CARGO_PKG_VERSION")),
             generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             window_us: now_us.saturating_sub(since),
-            totals: Totals {
-                commands: t.commands,
-                executions: t.executions,
-                errors: t.errors,
-                round_trips: t.round_trips,
-                time_us: t.time_us,
-                bytes_up: t.bytes_up,
-                bytes_down: t.bytes_down,
-                rows: t.rows,
-                connections: t.connections,
-                events_dropped: extras.events_dropped,
-                injected_us: t.injected_us,
-            },
+            totals: Totals { events_dropped: extras.events_dropped, ..t },
             queries,
             connections,
             findings: extras.findings,
