@@ -58,6 +58,14 @@ impl MetricsWriter {
         }
     }
 
+    /// A counter family with one label and fractional values (seconds).
+    pub fn labelled_counter_f64<'a>(&mut self, name: &str, help: &str, label: &str, values: impl IntoIterator<Item = (&'a str, f64)>) {
+        self.header(name, help, "counter");
+        for (l, v) in values {
+            self.sample(name, &[(label, l)], v);
+        }
+    }
+
     /// A gauge family with one label.
     pub fn labelled_gauge<'a>(&mut self, name: &str, help: &str, label: &str, values: impl IntoIterator<Item = (&'a str, f64)>) {
         self.header(name, help, "gauge");

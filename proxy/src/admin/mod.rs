@@ -99,7 +99,7 @@ impl AdminState {
         w.gauge("rttscope_inject_active", "1 when an emulated link is on.", if inject.is_active() { 1.0 } else { 0.0 });
         w.gauge("rttscope_inject_rtt_seconds", "The emulated round-trip time.", inject.rtt.0.as_secs_f64());
         let l = self.links();
-        w.labelled_gauge(
+        w.labelled_counter_f64(
             "rttscope_link_limited_seconds_total",
             "Time transfers spent held back by each limit.",
             "limit",

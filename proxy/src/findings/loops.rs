@@ -217,6 +217,10 @@ impl Loops {
                 rtt_us: 0,
             }
         });
+        // Busy time is the union of the commands' times: pipelined commands
+        // overlap, and their sum would exceed the wall clock.
+        let busy_from = if run.count == 0 { r.request_us } else { r.request_us.max(run.last_end_us) };
+        run.time_us += r.last_byte_us.saturating_sub(busy_from);
         run.count += 1;
         if run.count == 1 || r.values != run.last_values {
             run.distinct += 1;
@@ -224,7 +228,6 @@ impl Loops {
         run.last_values = r.values;
         run.last_end_us = run.last_end_us.max(r.last_byte_us);
         run.round_trips += u64::from(r.round_trips);
-        run.time_us += r.latency_us();
         run.bytes += r.bytes_up + r.bytes_down;
         run.rows += r.rows;
         add_round_trips(&mut run.per_conn, r.conn_id, u64::from(r.round_trips));

@@ -44,9 +44,11 @@ pub struct PreparedStatement {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub command: u8,
-    /// Request/response exchanges: 1, plus one for every time the client spoke
-    /// again after the server within the same command (a LOCAL INFILE upload,
-    /// an auth switch reply).
+    /// Request/response exchanges: the times the client waited for the
+    /// server. 1, plus one for every time the client spoke again after the
+    /// server within the same command (a LOCAL INFILE upload, an auth switch
+    /// reply); 0 for a command with no reply, or one pipelined behind
+    /// others still unanswered (it shares their wait).
     pub round_trips: u32,
     pub bytes_up: u64,
     pub bytes_down: u64,
@@ -163,6 +165,9 @@ struct Pending {
     bytes_up: u64,
     /// The command packet has fully arrived.
     complete: bool,
+    /// Sent while earlier commands were still unanswered: the client did
+    /// not wait for this one on its own.
+    pipelined: bool,
 }
 
 /// Per-connection protocol state. Sans-io: bytes in, observations out.
@@ -220,6 +225,7 @@ impl Session {
             seq: response_seq.wrapping_add(1),
             bytes_up: 4 + response_len as u64,
             complete: true,
+            pipelined: false,
         });
         session.begin_front();
         session.summary.bytes_down = 4 + greeting_len as u64;
@@ -299,8 +305,9 @@ impl Session {
         self.client_mode = ClientMode::Command;
         if let Some(front) = self.pending.front() {
             self.summary.command = front.command;
-            // A command without a reply is sent, not exchanged.
-            self.summary.round_trips = u32::from(front.resp != Resp::None);
+            // A command without a reply is sent, not exchanged; one sent
+            // behind others still unanswered shares their wait.
+            self.summary.round_trips = u32::from(front.resp != Resp::None && !front.pipelined);
             if matches!(front.command, CONNECT | COM_CHANGE_USER) {
                 self.client_mode = ClientMode::Auth;
             }
@@ -359,7 +366,8 @@ impl<O: Observer> FrameSink for ClientSide<'_, O> {
         };
         let resp = s.expected_response(command);
         self.obs.command_started(command);
-        s.pending.push_back(Pending { command, resp, seq: 1, bytes_up: 0, complete: false });
+        let pipelined = !s.pending.is_empty();
+        s.pending.push_back(Pending { command, resp, seq: 1, bytes_up: 0, complete: false, pipelined });
         if s.pending.len() == 1 {
             s.begin_front();
         }

@@ -159,6 +159,9 @@ fn pipelined_prepare_and_execute() {
     conn.server(&[pkt(1, &[1]), column_def(2, "?"), pkt(3, &[0, 0, 1, 0, 0, 0, 0, 0, 0, 0]), ok_eof(4, 2)]).unwrap();
     assert_eq!(conn.log.finished.len(), 2);
     assert_eq!(conn.log.finished[1].rows, 1);
+    // The client waited once for both: the execute rode on the prepare's round trip.
+    let round_trips: Vec<u32> = conn.log.finished.iter().map(|s| s.round_trips).collect();
+    assert_eq!(round_trips, vec![1, 0]);
     assert!(conn.session.is_idle());
 }
 
