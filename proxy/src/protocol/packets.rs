@@ -88,12 +88,13 @@ pub fn column_type(prefix: &[u8]) -> Option<(u8, u16)> {
     let mut at = 0;
     for _ in 0..6 {
         let (len, width) = lenenc_int(prefix.get(at..)?)?;
-        at += width + usize::try_from(len).ok()?;
+        // Checked: a hostile length near 2^64 must not wrap (or panic) into a small offset.
+        at = at.checked_add(width)?.checked_add(usize::try_from(len).ok()?)?;
     }
     if *prefix.get(at)? != 0x0c {
         // MariaDB extended type info: a length-encoded blob before the fixed fields.
         let (len, width) = lenenc_int(prefix.get(at..)?)?;
-        at += width + usize::try_from(len).ok()?;
+        at = at.checked_add(width)?.checked_add(usize::try_from(len).ok()?)?;
         if *prefix.get(at)? != 0x0c {
             return None;
         }

@@ -75,7 +75,7 @@ impl Session {
                     return Err(bad("result set", "expected EOF after column definitions"));
                 }
                 let (status, warnings) = terminator_status(p, len).ok_or_else(|| bad("EOF packet", "truncated"))?;
-                self.summary.warnings += u32::from(warnings);
+                self.summary.warnings = self.summary.warnings.saturating_add(u32::from(warnings));
                 self.summary.status = status;
                 match then {
                     // A cursor was opened: rows come later, through COM_STMT_FETCH.
@@ -88,7 +88,7 @@ impl Session {
             Resp::Rows => {
                 if is_terminator(first, len, self.deprecate_eof()) {
                     let (status, warnings) = terminator_status(p, len).ok_or_else(|| bad("EOF packet", "truncated"))?;
-                    self.summary.warnings += u32::from(warnings);
+                    self.summary.warnings = self.summary.warnings.saturating_add(u32::from(warnings));
                     self.summary.status = status;
                     self.more_results(status, command == COM_QUERY)
                 } else if first == header::ERR {
@@ -113,7 +113,7 @@ impl Session {
                     let id = u32_at(p, 1).ok_or_else(truncated)?;
                     let columns = u16_at(p, 5).ok_or_else(truncated)?;
                     let params = u16_at(p, 7).ok_or_else(truncated)?;
-                    self.summary.warnings += u32::from(u16_at(p, 10).unwrap_or(0));
+                    self.summary.warnings = self.summary.warnings.saturating_add(u32::from(u16_at(p, 10).unwrap_or(0)));
                     self.summary.statement = Some(PreparedStatement { id, params, columns });
                     self.summary.columns = u32::from(columns);
                     if params > 0 {
@@ -247,11 +247,13 @@ impl Session {
     /// Records an OK packet; returns its status flags.
     fn ok(&mut self, p: &[u8]) -> Result<u16, DecodeError> {
         let ok = OkPacket::parse(p).ok_or_else(|| bad("OK packet", "bad length-encoded field"))?;
-        self.summary.affected_rows += ok.affected_rows;
+        // Saturating: both come off the wire, and a hostile server can send
+        // affected-row counts near 2^64 or 65,536 packets of 65,535 warnings.
+        self.summary.affected_rows = self.summary.affected_rows.saturating_add(ok.affected_rows);
         if ok.last_insert_id != 0 {
             self.summary.last_insert_id = ok.last_insert_id;
         }
-        self.summary.warnings += u32::from(ok.warnings);
+        self.summary.warnings = self.summary.warnings.saturating_add(u32::from(ok.warnings));
         self.summary.status = ok.status;
         Ok(ok.status)
     }

@@ -1,0 +1,165 @@
+//! A whole conversation: the `Session` state machine fed by two
+//! `PacketScanner`s, with the relay's `Recorder` watching, as the relay runs
+//! them — so the decoders the recorder calls on what the session hands it
+//! (fingerprints, execute parameters, sampled rows) are fuzzed in context.
+//!
+//! Input: negotiated capabilities (8 bytes, arbitrary), the capture limit
+//! (2), the handshake response's sequence id (1); then records, each a
+//! control byte `c` and `c >> 1` bytes that go to the client (`c` even) or
+//! upstream (`c` odd) as one read. `c == 0xFF` repeats the previous record
+//! `8 * (k % 32 + 1)` times (`MAX_REPEAT` at most) for the next byte `k`, so
+//! a short input can pipeline past the pending bound or stream many rows.
+//!
+//! Errors end the conversation, as they end a connection. Checked: no panic;
+//! the pending queue stays within its bound when, like the relay, the
+//! harness reads the client only while `accepts_commands()`; a command's
+//! captured payload stays within the capture limit; and `command`/`finished`
+//! pair up in order, which the recorder relies on to attribute responses.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rttscope::protocol::framing::{PacketScanner, PREFIX_LEN};
+use rttscope::protocol::session::{ColumnOf, CommandPacket, Observer, Session, Summary, CONNECT};
+use rttscope::record::{EventSink, Recorder, RecorderSettings};
+use tokio::time::Instant;
+
+use super::Input;
+
+/// `Session`'s own bound on pipelined commands (private there; restated, and
+/// checked against `accepts_commands` below so the two cannot drift apart).
+const MAX_PENDING: usize = 1024;
+/// The most the harness hands the scanner in one client read, as the relay's
+/// read buffer does. A read that starts under the bound can add at most one
+/// command per 5 bytes (a header and a command byte) beyond it.
+const CLIENT_READ: usize = 1024;
+/// Repeats of one record: enough for records of several commands to pass
+/// the pending bound, few enough that a run stays fast.
+const MAX_REPEAT: usize = 256;
+
+pub fn run(data: &[u8]) {
+    let mut input = Input::new(data);
+    let caps = input.u64();
+    let capture_limit = usize::from(input.u16());
+    let response_seq = input.u8();
+
+    let (sink, _events) = EventSink::channel(64);
+    let settings = RecorderSettings { examples: true, large_transfer: 4096, sample_interval_us: 1000, rmem_max: None };
+    let recorder = Recorder::new(1, sink, Arc::default(), Instant::now(), settings);
+    let mut obs = Checker { recorder, in_flight: VecDeque::new(), capture_bound: capture_limit.max(PREFIX_LEN) };
+    let mut conn = Conn {
+        session: Session::after_handshake(caps, 80, response_seq, 100, capture_limit, &mut obs),
+        client: PacketScanner::new(),
+        upstream: PacketScanner::new(),
+        backlog: VecDeque::new(),
+    };
+    assert_eq!(obs.in_flight, [CONNECT]);
+
+    let mut previous: Option<(bool, &[u8])> = None;
+    while !input.is_empty() {
+        let c = input.u8();
+        let (record, times) = match (c, previous) {
+            (0xFF, Some(record)) => (record, 8 * (usize::from(input.u8()) % (MAX_REPEAT / 8) + 1)),
+            (0xFF, None) => continue,
+            _ => ((c & 1 == 1, input.bytes(usize::from(c >> 1))), 1),
+        };
+        previous = Some(record);
+        for _ in 0..times {
+            let (upstream, bytes) = record;
+            let result = if upstream { conn.upstream(bytes, &mut obs) } else { conn.client(bytes, &mut obs) };
+            if result.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+struct Conn {
+    session: Session,
+    client: PacketScanner,
+    upstream: PacketScanner,
+    /// Client bytes not read yet because too many commands are pending.
+    backlog: VecDeque<u8>,
+}
+
+impl Conn {
+    fn client(&mut self, bytes: &[u8], obs: &mut Checker) -> Result<(), ()> {
+        self.backlog.extend(bytes);
+        self.drain_client(obs)
+    }
+
+    fn upstream(&mut self, bytes: &[u8], obs: &mut Checker) -> Result<(), ()> {
+        self.upstream.scan(bytes, &mut self.session.upstream(obs)).map_err(drop)?;
+        self.check(obs);
+        // Answers make room: the relay would read the client again.
+        self.drain_client(obs)
+    }
+
+    fn drain_client(&mut self, obs: &mut Checker) -> Result<(), ()> {
+        while !self.backlog.is_empty() && self.session.accepts_commands() {
+            let n = self.backlog.len().min(CLIENT_READ);
+            let chunk: Vec<u8> = self.backlog.drain(..n).collect();
+            self.client.scan(&chunk, &mut self.session.client(obs)).map_err(drop)?;
+            self.check(obs);
+        }
+        Ok(())
+    }
+
+    fn check(&self, obs: &Checker) {
+        let pending = self.session.pending();
+        assert!(pending <= MAX_PENDING + CLIENT_READ / 5 + 1, "{pending} commands pending");
+        if pending >= MAX_PENDING {
+            assert!(!self.session.accepts_commands(), "MAX_PENDING no longer matches Session's bound");
+        }
+        assert!(obs.in_flight.len() <= pending, "{} commands in flight, {pending} pending", obs.in_flight.len());
+    }
+}
+
+/// Checks the observer contract, then hands every call to the recorder.
+struct Checker {
+    recorder: Recorder,
+    /// Commands announced to the observer and not yet finished, oldest first.
+    in_flight: VecDeque<u8>,
+    capture_bound: usize,
+}
+
+impl Observer for Checker {
+    fn command_started(&mut self, command: u8) {
+        self.recorder.command_started(command);
+    }
+
+    fn command(&mut self, c: &CommandPacket<'_>) {
+        assert!(c.payload.len() <= self.capture_bound, "captured {} bytes, limit {}", c.payload.len(), self.capture_bound);
+        assert!(c.payload.len() as u64 <= c.len, "captured more than the command carried");
+        self.in_flight.push_back(c.command);
+        self.recorder.command(c);
+    }
+
+    fn response_started(&mut self) {
+        self.recorder.response_started();
+    }
+
+    fn result_set(&mut self, columns: u32) {
+        assert!(columns > 0 && columns <= u32::from(u16::MAX));
+        self.recorder.result_set(columns);
+    }
+
+    fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
+        self.recorder.column(type_and_flags, of);
+    }
+
+    fn row(&mut self, prefix: &[u8]) {
+        assert!(prefix.len() <= PREFIX_LEN);
+        self.recorder.row(prefix);
+    }
+
+    fn finished(&mut self, summary: &Summary) {
+        // A command the server refused before it fully arrived finishes
+        // without having been announced; otherwise the oldest announced one
+        // is the one finishing, or the recorder would misattribute it.
+        if let Some(oldest) = self.in_flight.pop_front() {
+            assert_eq!(oldest, summary.command, "finished out of order");
+        }
+        self.recorder.finished(summary);
+    }
+}
