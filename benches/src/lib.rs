@@ -6,12 +6,14 @@
 //! - [`child`]: the proxy under test as a child process, with its CPU time and memory;
 //! - [`pipe`]: the raw-pipe baseline relay;
 //! - [`workload`]: a. sequential round trips, b. point selects, c. a large result;
+//! - [`accuracy`]: e. the emulated link (`inject`) measured against its settings;
 //! - [`stats`]: percentiles, medians, means;
 //! - [`report`]: the Markdown table and the JSON;
 //! - [`run`]: one run, start to end.
 //!
 //! The codec micro-benchmarks are in `benches/codec.rs` (`cargo bench -p rttscope-benches`).
 
+pub mod accuracy;
 pub mod child;
 pub mod options;
 pub mod pipe;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
+use crate::accuracy::AccuracyPlan;
 use crate::scenario::{self, Scenario};
 
 /// End-to-end benchmark: the same workloads against MariaDB directly and through the
@@ -19,10 +20,15 @@ pub struct Options {
     #[arg(long)]
     pub quick: bool,
     /// Workloads to run, comma separated, from a (sequential round trips), b (point selects
-    /// on many connections), c (large result), d (rttscope CPU per query). d is measured
-    /// during b, so asking for either reports both. Default: all.
-    #[arg(long, value_delimiter = ',', value_name = "a,b,c,d")]
+    /// on many connections), c (large result), d (rttscope CPU per query), e (the emulated
+    /// link's accuracy). d is measured during b, so asking for either reports both.
+    /// Default: a to d.
+    #[arg(long, value_delimiter = ',', value_name = "a,b,c,d,e")]
     pub only: Vec<String>,
+    /// Also run e: how accurately `inject` emulates RTT, bandwidth and window, as a second
+    /// table (a few minutes). `--only e` runs it alone.
+    #[arg(long)]
+    pub inject: bool,
     /// How long each side runs in each round of workload b, e.g. `10s`, `500ms`.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub duration: Option<Duration>,
@@ -85,10 +91,15 @@ pub enum Workload {
     Large,
     /// d: rttscope's CPU time per 100k queries, measured during b.
     Cpu,
+    /// e: the emulated link's accuracy: rttscope with `inject` against its settings.
+    Accuracy,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu];
+    pub const ALL: [Workload; 5] = [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu, Workload::Accuracy];
+    /// What runs without `--only`: e asks a different question (is the emulation faithful,
+    /// not what does rttscope cost) and takes minutes, so it runs when asked for.
+    pub const DEFAULT: [Workload; 4] = [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu];
 
     pub fn letter(self) -> &'static str {
         match self {
@@ -96,6 +107,7 @@ impl Workload {
             Workload::Point => "b",
             Workload::Large => "c",
             Workload::Cpu => "d",
+            Workload::Accuracy => "e",
         }
     }
 }
@@ -120,6 +132,8 @@ pub struct Plan {
     /// Runs of workload c per side; the median is reported.
     pub large_runs: u32,
     pub scenarios: Vec<Scenario>,
+    /// e's probes and counts.
+    pub accuracy: AccuracyPlan,
     pub proxy_bin: Option<PathBuf>,
     pub out_dir: PathBuf,
 }
@@ -148,11 +162,14 @@ impl Options {
     }
 
     pub fn plan(&self) -> Result<Plan> {
-        let workloads = if self.only.is_empty() {
-            Workload::ALL.into_iter().collect()
+        let mut workloads: BTreeSet<Workload> = if self.only.is_empty() {
+            Workload::DEFAULT.into_iter().collect()
         } else {
-            self.only.iter().map(|w| parse_workload(w)).collect::<Result<BTreeSet<_>>>()?
+            self.only.iter().map(|w| parse_workload(w)).collect::<Result<_>>()?
         };
+        if self.inject {
+            workloads.insert(Workload::Accuracy);
+        }
         let quick = self.quick;
         let pick = |given: Option<u64>, full: u64, short: u64| given.unwrap_or(if quick { short } else { full });
         let large_row_len = 1000;
@@ -170,6 +187,7 @@ impl Options {
             rounds: self.rounds.unwrap_or(2),
             large_runs: 3,
             scenarios: scenario::resolve(&self.scenarios, &self.proxy_configs, !self.no_raw_pipe)?,
+            accuracy: AccuracyPlan::new(quick),
             proxy_bin: self.proxy_bin.clone(),
             out_dir: self.out_dir.clone().unwrap_or_else(default_out_dir),
         };
@@ -195,7 +213,7 @@ fn parse_workload(s: &str) -> Result<Workload> {
     Workload::ALL
         .into_iter()
         .find(|w| w.letter() == letter)
-        .with_context(|| format!("--only: unknown workload {letter:?} (expected a, b, c or d)"))
+        .with_context(|| format!("--only: unknown workload {letter:?} (expected a, b, c, d or e)"))
 }
 
 /// `10s`, `500ms`, `1m`, or plain seconds.
@@ -240,6 +258,11 @@ mod tests {
         let plan = Options { only: vec!["d".into()], ..Options::quick() }.plan()?;
         assert!(plan.runs_point() && !plan.runs(Workload::Sequential));
         assert!(Options { only: vec!["x".into()], ..Options::quick() }.plan().is_err());
+        let plan = Options { inject: true, ..Options::quick() }.plan()?;
+        assert_eq!(plan.workloads.len(), 5, "--inject adds e to the default a to d");
+        assert!(!Options::quick().plan()?.runs(Workload::Accuracy));
+        let plan = Options { only: vec!["e".into()], ..Options::quick() }.plan()?;
+        assert!(plan.runs(Workload::Accuracy) && !plan.runs_point());
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::accuracy::Accuracy;
 use crate::options::{Plan, Workload};
 use crate::stats::{Latency, mean, median};
 
@@ -24,6 +25,9 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Raw results of each side: `direct` first, then each scenario.
     pub sides: Vec<SideResult>,
+    /// e, when it ran: the emulated link's probes and their table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<Accuracy>,
     /// The table with its heading and notes.
     #[serde(skip)]
     pub markdown: String,
@@ -238,6 +242,14 @@ impl Report {
             load(e.load_before),
             load(e.load_after),
         );
+        // Only e ran: its table is the whole report.
+        if self.rows.is_empty() {
+            if let Some(accuracy) = &self.accuracy {
+                md += &accuracy.markdown;
+            }
+            self.markdown = md;
+            return;
+        }
         md += "| workload | scenario | direct | through the proxy | proxy vs direct | target | met |\n";
         md += "|---|---|---:|---:|---:|---|:-:|\n";
         for r in &self.rows {
@@ -263,6 +275,9 @@ impl Report {
             );
         }
         md += &format!("\n{}\n", self.notes());
+        if let Some(accuracy) = &self.accuracy {
+            md += &format!("\n{}", accuracy.markdown);
+        }
         self.markdown = md;
     }
 
@@ -306,6 +321,7 @@ impl Report {
                     .into(),
             );
         }
+        notes.extend(self.versus_default());
         let rss: Vec<String> = self
             .sides
             .iter()
@@ -321,6 +337,41 @@ impl Report {
     }
 }
 
+impl Report {
+    /// What each further rttscope scenario changes against `default`, e.g. what sampling
+    /// TCP_INFO every millisecond costs: the direct runs sit between them, so compare them
+    /// with each other, not just each with direct.
+    fn versus_default(&self) -> Vec<String> {
+        let Some(default) = self.sides.iter().find(|s| s.name == crate::scenario::BUILTIN[0].name) else {
+            return Vec::new();
+        };
+        let change = |p: Option<f64>, d: Option<f64>| match (p, d) {
+            (Some(p), Some(d)) if d > 0.0 => Some((p / d - 1.0) * 100.0),
+            _ => None,
+        };
+        let mut notes = Vec::new();
+        for s in self.sides.iter().skip(1).filter(|s| !s.baseline && s.name != default.name) {
+            let mut parts = Vec::new();
+            if let (Some(p), Some(d)) = (s.sequential, default.sequential) {
+                parts.push(format!("a p50 {:+.1} µs", p.p50_us - d.p50_us));
+            }
+            if let Some(c) = change(s.point_qps(), default.point_qps()) {
+                parts.push(format!("b {c:+.1} % q/s"));
+            }
+            if let Some(c) = change(s.large_mbps(), default.large_mbps()) {
+                parts.push(format!("c {c:+.1} % MB/s"));
+            }
+            if let Some(c) = change(s.cpu_per_100k(), default.cpu_per_100k()) {
+                parts.push(format!("d {c:+.1} % CPU per query"));
+            }
+            if !parts.is_empty() {
+                notes.push(format!("{} vs default: {}.", s.name, parts.join(", ")));
+            }
+        }
+        notes
+    }
+}
+
 fn value(v: f64, unit: &str) -> String {
     match unit {
         "q/s" => format!("{} q/s", group(v.round() as u64)),
@@ -331,7 +382,7 @@ fn value(v: f64, unit: &str) -> String {
 }
 
 /// 20000 → "20,000".
-fn group(n: u64) -> String {
+pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -344,7 +395,7 @@ fn group(n: u64) -> String {
 }
 
 /// 100.0 → "100", 0.75 → "0.75".
-fn trim_number(v: f64) -> String {
+pub fn trim_number(v: f64) -> String {
     let s = format!("{v:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }

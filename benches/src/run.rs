@@ -13,9 +13,10 @@ use anyhow::{Context, Result, anyhow};
 use mysql_async::OptsBuilder;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb, URL_ENV};
 
+use crate::accuracy;
 use crate::child::{ProxyChild, resolve_binary};
 use crate::options::{Options, Plan, Workload};
-use crate::scenario::Program;
+use crate::scenario::{BUILTIN, Program};
 use crate::report::{Environment, LargeSample, PointSample, Report, SideResult, Settings, rows, utc};
 use crate::stats::Latency;
 use crate::workload::{fixtures, large, point, sequential};
@@ -43,7 +44,7 @@ pub async fn run(options: &Options) -> Result<Report> {
     progress("starting MariaDB (or using RTTSCOPE_TEST_MYSQL_URL)");
     let db = tokio::task::spawn_blocking(shared_db).await??;
     let direct_opts = db.opts(NATIVE.user, NATIVE.password);
-    if plan.runs_point() || plan.runs(Workload::Large) {
+    if plan.runs_point() || plan.runs(Workload::Large) || plan.runs(Workload::Accuracy) {
         let rows = plan.runs_point().then_some(plan.table_rows);
         progress("preparing test data");
         if fixtures::prepare(&direct_opts, rows).await? {
@@ -90,6 +91,13 @@ pub async fn run(options: &Options) -> Result<Report> {
     if plan.runs(Workload::Large) {
         run_large(&plan, &mut sides).await?;
     }
+    let accuracy = if plan.runs(Workload::Accuracy) {
+        // The baseline is rttscope as a user gets it, without injection: the `default` side.
+        let baseline = sides.iter().find(|s| s.result.name == BUILTIN[0].name).context("no default scenario")?;
+        Some(accuracy::run(&plan.accuracy, &binary, db, &baseline.opts).await?)
+    } else {
+        None
+    };
     for side in &mut sides {
         if let Some(proxy) = &mut side.proxy {
             proxy.check_alive()?;
@@ -115,6 +123,7 @@ pub async fn run(options: &Options) -> Result<Report> {
         settings: Settings::of(&plan),
         rows: rows(&plan, direct, scenarios),
         sides: results.clone(),
+        accuracy,
         markdown: String::new(),
     };
     report.render();

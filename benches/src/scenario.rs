@@ -52,6 +52,7 @@ pub const BUILTIN: &[Builtin] = &[
     rttscope("no-record", "record.enabled: false: a plain relay, no per-command records", "record:\n  enabled: false\n", &[]),
     rttscope("small-buffer", "relay.buffer_size at its 4KiB minimum", "relay:\n  buffer_size: 4KiB\n", &[]),
     rttscope("large-buffer", "relay.buffer_size 256KiB", "relay:\n  buffer_size: 256KiB\n", &[]),
+    rttscope("sample-1ms", "link.sample_interval 1ms, not 10ms: what TCP_INFO sampling costs", "link:\n  sample_interval: 1ms\n", &[]),
     rttscope("one-worker", "a single tokio worker thread (TOKIO_WORKER_THREADS=1)", "", &[("TOKIO_WORKER_THREADS", "1")]),
     Builtin {
         name: RAW_PIPE,

@@ -1,5 +1,6 @@
 //! The end-to-end bench in miniature, so the harness cannot rot: every workload runs on
-//! both sides and the table has a sane row for each.
+//! both sides and the table has a sane row for each; e (the emulated link's accuracy) adds
+//! its second table.
 
 use std::time::Duration;
 
@@ -19,6 +20,8 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
         out_dir: Some(out.path().to_owned()),
         // The raw pipe is the rttscope-bench binary in another mode; this test is not it.
         no_raw_pipe: true,
+        // e in its quick form: a few round trips per RTT and a 2 MB result, about 3 s.
+        inject: true,
         ..Options::quick()
     };
     let report = run(&options).await?;
@@ -49,10 +52,21 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
     assert_eq!(direct.sequential.map(|l| l.count), Some(300));
     assert_eq!(direct.large_runs.len(), 3);
 
+    let Some(accuracy) = &report.accuracy else { panic!("no accuracy table in\n{}", report.markdown) };
+    let ids: Vec<&str> = accuracy.table.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["e.rtt_1ms", "e.rtt_15ms", "e.rtt_80ms", "e.bandwidth", "e.window", "e.toxiproxy"]);
+    for row in &accuracy.table[..5] {
+        let measured = row.measured.unwrap_or(f64::NAN);
+        // Quick counts prove the plumbing, not the accuracy: the sign and the rough size only.
+        assert!(measured.is_finite() && measured > 0.0 && row.met.is_some(), "{row:?}");
+    }
+    assert!(report.markdown.contains("\n### e. emulated link accuracy"), "{}", report.markdown);
+
     let md = std::fs::read_to_string(out.path().join("latest.md"))?;
     assert_eq!(md, report.markdown);
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.path().join("latest.json"))?)?;
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["rows"].as_array().map(Vec::len), Some(report.rows.len()));
+    assert_eq!(json["accuracy"]["table"].as_array().map(Vec::len), Some(6));
     Ok(())
 }

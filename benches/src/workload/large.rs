@@ -24,6 +24,18 @@ impl LargeRun {
     }
 }
 
+/// Bytes one row of a one-column text result takes on the wire: the packet's 4-byte
+/// header, the cell's length-encoded prefix (1, 3, 4 or 9 bytes) and the cell.
+pub fn row_packet_bytes(row_len: u64) -> u64 {
+    let prefix = match row_len {
+        0..251 => 1,
+        251..65_536 => 3,
+        65_536..16_777_216 => 4,
+        _ => 9,
+    };
+    4 + prefix + row_len
+}
+
 /// Reads a result of `total_bytes` (rounded down to whole rows of `row_len`) on a fresh
 /// connection; only the query and the reading are timed.
 pub async fn run(opts: &OptsBuilder, side: &str, total_bytes: u64, row_len: u64) -> Result<LargeRun> {

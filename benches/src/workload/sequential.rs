@@ -1,7 +1,7 @@
 //! a. Sequential round trips: one connection, `SELECT 1` over the text protocol, each
 //! round trip timed into a histogram. What an N+1 loop pays per query.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use hdrhistogram::Histogram;
@@ -34,6 +34,19 @@ impl Client {
     /// Runs `count` round trips, recording each into `into`.
     pub async fn measure(&mut self, count: u64, into: &mut Histogram<u64>) -> Result<()> {
         for _ in 0..count {
+            let start = Instant::now();
+            self.conn.query_drop("SELECT 1").await?;
+            into.saturating_record(start.elapsed().as_nanos() as u64);
+        }
+        Ok(())
+    }
+
+    /// Like [`Client::measure`], idle for `pause` before each round trip: what a round
+    /// trip costs once the client, the proxy and the server have all gone idle, as they do
+    /// while waiting on a long emulated link.
+    pub async fn measure_paced(&mut self, count: u64, pause: Duration, into: &mut Histogram<u64>) -> Result<()> {
+        for _ in 0..count {
+            tokio::time::sleep(pause).await;
             let start = Instant::now();
             self.conn.query_drop("SELECT 1").await?;
             into.saturating_record(start.elapsed().as_nanos() as u64);

@@ -1,0 +1,278 @@
+//! e's table: each probe's configured link, what it promises, what was measured, the error
+//! and the tolerance. Appended to `latest.md` after the rttscope-vs-direct table, and kept in
+//! `latest.json` as `accuracy.table`.
+
+use serde::Serialize;
+
+use super::{Accuracy, BANDWIDTH_BPS, LINK_RTT, WINDOW_BYTES};
+use crate::report::{group, trim_number};
+
+/// Round trips: the added p50 may be off by this much, or by [`RTT_TOLERANCE_SHARE`] of
+/// the RTT if that is more.
+pub const RTT_TOLERANCE_MS: f64 = 0.3;
+pub const RTT_TOLERANCE_SHARE: f64 = 0.03;
+/// The large result's time through a bandwidth limit.
+pub const BANDWIDTH_TOLERANCE_SHARE: f64 = 0.05;
+/// Throughput through a window.
+pub const WINDOW_TOLERANCE_SHARE: f64 = 0.10;
+
+/// Why there is no Toxiproxy column: said in the table rather than left out silently.
+pub const TOXIPROXY_NOT_BUILT: &str = "not built here: Toxiproxy is Go, and building it needs its modules from the Go \
+     module proxy, which this machine cannot reach (Debian's Go toolchain alone is not enough)";
+
+/// One line of the second table.
+#[derive(Clone, Debug, Serialize)]
+pub struct AccuracyRow {
+    /// `e.rtt_1ms`, `e.rtt_15ms`, `e.rtt_80ms`, `e.bandwidth`, `e.window`, `e.toxiproxy`.
+    pub id: String,
+    /// `rttscope` or `toxiproxy`.
+    pub tool: &'static str,
+    pub probe: String,
+    /// The emulated link's settings.
+    pub configured: String,
+    /// `ms` (added round trip), `s` (time), `MB/s` (10^6 bytes on the wire per second).
+    pub unit: &'static str,
+    pub expected: Option<f64>,
+    pub measured: Option<f64>,
+    /// measured − expected, in `unit`.
+    pub error: Option<f64>,
+    /// The error as a share of `expected`, in percent.
+    pub error_percent: Option<f64>,
+    /// How far off `measured` may be, either way, in `unit`.
+    pub tolerance: Option<f64>,
+    pub tolerance_text: String,
+    /// `None` for a line that measured nothing.
+    pub met: Option<bool>,
+    pub note: Option<String>,
+}
+
+impl AccuracyRow {
+    fn measured(id: String, probe: String, configured: String, unit: &'static str, expected: f64, measured: f64) -> AccuracyRow {
+        let error = measured - expected;
+        AccuracyRow {
+            id,
+            tool: "rttscope",
+            probe,
+            configured,
+            unit,
+            expected: Some(expected),
+            measured: Some(measured),
+            error: Some(error),
+            error_percent: Some(error / expected * 100.0),
+            tolerance: None,
+            tolerance_text: String::new(),
+            met: None,
+            note: None,
+        }
+    }
+
+    fn within(mut self, tolerance: f64, text: String) -> AccuracyRow {
+        self.met = self.error.map(|e| e.abs() <= tolerance);
+        self.tolerance = Some(tolerance);
+        self.tolerance_text = text;
+        self
+    }
+}
+
+/// The table's rows: one per configured RTT, then bandwidth, window, and Toxiproxy's line.
+pub fn rows(a: &Accuracy) -> Vec<AccuracyRow> {
+    let mut rows = Vec::new();
+    for p in &a.round_trips {
+        let tolerance = RTT_TOLERANCE_MS.max(RTT_TOLERANCE_SHARE * p.rtt_ms);
+        let probe = format!("round trip added, p50 of {} `SELECT 1`", group(p.latency.count));
+        let rtt = trim_number(p.rtt_ms);
+        let row = AccuracyRow::measured(format!("e.rtt_{rtt}ms"), probe, format!("rtt: {rtt}ms"), "ms", p.rtt_ms, p.added_p50_ms);
+        let text = format!("±{tolerance:.2} ms (max of 0.3 ms, 3 %)");
+        rows.push(row.within(tolerance, text));
+    }
+    let rtt_s = LINK_RTT.as_secs_f64();
+    let rtt_ms = trim_number(rtt_s * 1e3);
+    let wire = a.wire_bytes as f64;
+    let mb = trim_number(wire / 1e6);
+
+    let expected = wire * 8.0 / BANDWIDTH_BPS as f64 + rtt_s;
+    let configured = format!("rtt: {rtt_ms}ms, bandwidth: {}mbit", BANDWIDTH_BPS / 1_000_000);
+    let probe = format!("{mb} MB result: time (median of {})", a.bandwidth.seconds.len());
+    let row = AccuracyRow::measured("e.bandwidth".into(), probe, configured, "s", expected, a.bandwidth.median_seconds);
+    let share = BANDWIDTH_TOLERANCE_SHARE;
+    rows.push(row.within(share * expected, format!("±{:.0} % (±{:.3} s)", share * 100.0, share * expected)));
+
+    let expected = WINDOW_BYTES as f64 / rtt_s / 1e6;
+    let configured = format!("rtt: {rtt_ms}ms, window: {}KiB", WINDOW_BYTES / 1024);
+    let measured = wire / a.window.median_seconds / 1e6;
+    let probe = format!("{mb} MB result: throughput");
+    let row = AccuracyRow::measured("e.window".into(), probe, configured, "MB/s", expected, measured);
+    let share = WINDOW_TOLERANCE_SHARE;
+    rows.push(row.within(share * expected, format!("±{:.0} % (±{:.3} MB/s)", share * 100.0, share * expected)));
+
+    rows.push(AccuracyRow {
+        id: "e.toxiproxy".into(),
+        tool: "toxiproxy",
+        probe: "the same three probes".into(),
+        configured: "Toxiproxy `latency` toxic".into(),
+        unit: "",
+        expected: None,
+        measured: None,
+        error: None,
+        error_percent: None,
+        tolerance: None,
+        tolerance_text: String::new(),
+        met: None,
+        note: Some(TOXIPROXY_NOT_BUILT.into()),
+    });
+    rows
+}
+
+/// The second table, with its heading and notes.
+pub fn markdown(a: &Accuracy) -> String {
+    let mut md = String::from("### e. emulated link accuracy (`inject`): measured vs configured\n\n");
+    md += "| probe | configured | expected | measured | error | tolerance | met |\n";
+    md += "|---|---|---:|---:|---:|---|:-:|\n";
+    for r in &a.table {
+        let tool = if r.tool == "rttscope" { format!("rttscope `{}`", r.configured) } else { r.configured.clone() };
+        let (Some(expected), Some(measured), Some(error), Some(percent)) = (r.expected, r.measured, r.error, r.error_percent)
+        else {
+            let note = r.note.as_deref().unwrap_or("");
+            md += &format!("| {} | {tool} | — | — | — | — | {note} |\n", r.probe);
+            continue;
+        };
+        let sign = if r.unit == "ms" { "+" } else { "" };
+        let met = match r.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "",
+        };
+        md += &format!(
+            "| {} | {tool} | {sign}{} | {sign}{} | {} ({}) | {} | {met} |\n",
+            r.probe,
+            value(expected, r.unit),
+            value(measured, r.unit),
+            signed(error, &value(error.abs(), r.unit)),
+            signed(percent, &format!("{:.1} %", percent.abs())),
+            r.tolerance_text,
+        );
+    }
+    let b = &a.baseline;
+    let batches = "the sides take turns in batches, so drift hits all alike";
+    md += &format!(
+        "\n- Round trips: added = p50 through the emulated link − p50 through rttscope without injection \
+         ({:.1} µs, p99 {:.1} µs, over {} round trips); {batches}. Each direction is delayed by rtt/2.\n",
+        b.p50_us,
+        b.p99_us,
+        group(b.count)
+    );
+    for p in &a.round_trips {
+        md += &format!(
+            "  `rtt: {}ms`: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms.\n",
+            trim_number(p.rtt_ms),
+            p.latency.p50_us / 1e3,
+            p.latency.p99_us / 1e3,
+            p.latency.max_us / 1e3
+        );
+    }
+    let idle: Vec<String> = a
+        .round_trips
+        .iter()
+        .map(|p| {
+            let rtt = trim_number(p.rtt_ms);
+            let error = p.added_vs_idle_ms - p.rtt_ms;
+            format!("{rtt} ms: idle p50 {:.1} µs, added {:.3} ms, error {}", p.idle_baseline.p50_us, p.added_vs_idle_ms, signed(error, &value(error.abs(), "ms")))
+        })
+        .collect();
+    md += &format!(
+        "- Diagnosis: the same rttscope without injection, the client idle for the RTT before each round trip (so \
+         client, proxy and server wake from idle, as they do on the emulated link): {}. The difference to the table is the \
+         machine's wake-up cost after idling, which a real link's waits bring too.\n",
+        idle.join("; ")
+    );
+    md += &format!(
+        "- The large result is `SELECT REPEAT('x', {}) FROM seq_1_to_{}`, read fully by the client: {} bytes on the \
+         wire as the proxy forwards them (MySQL packets: per row a 4-byte header, a 3-byte length prefix and the cell; \
+         the ~60 bytes of result head and end left out). Without injection it takes {:.3} s through rttscope.\n",
+        a.row_len,
+        a.rows,
+        group(a.wire_bytes),
+        a.no_injection_seconds
+    );
+    md += &format!(
+        "- Bandwidth: expected time = wire bytes / {} Mbit/s + RTT; runs {}.\n",
+        BANDWIDTH_BPS / 1_000_000,
+        seconds_list(&a.bandwidth.seconds)
+    );
+    md += &format!(
+        "- Window: throughput = wire bytes / time ({}); expected = {} B / {} ms.\n",
+        seconds_list(&a.window.seconds),
+        WINDOW_BYTES,
+        trim_number(LINK_RTT.as_secs_f64() * 1e3)
+    );
+    md
+}
+
+fn value(v: f64, unit: &str) -> String {
+    match unit {
+        "ms" => format!("{v:.3} ms"),
+        "s" => format!("{v:.3} s"),
+        _ => format!("{v:.3} {unit}"),
+    }
+}
+
+/// `text` (the magnitude of `v`) with a sign, a real minus for negative values (not for
+/// one that rounds to zero: "−0.000" reads as a finding).
+fn signed(v: f64, text: &str) -> String {
+    let zero = !text.chars().any(|c| c.is_ascii_digit() && c != '0');
+    if v < 0.0 && !zero { format!("−{text}") } else { format!("+{text}") }
+}
+
+fn seconds_list(seconds: &[f64]) -> String {
+    seconds.iter().map(|s| format!("{s:.3} s")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{LargeProbe, RttProbe};
+    use super::*;
+    use crate::stats::Latency;
+
+    fn accuracy(added_ms: f64, bandwidth_s: f64, window_s: f64) -> Accuracy {
+        let latency = Latency { count: 100, p50_us: 100.0 + added_ms * 1e3, ..Latency::default() };
+        let probe = |s: f64| LargeProbe { proxy_config: String::new(), seconds: vec![s], median_seconds: s };
+        let mut a = Accuracy {
+            baseline: Latency { count: 100, p50_us: 100.0, ..Latency::default() },
+            round_trips: vec![RttProbe {
+                rtt_ms: 1.0,
+                proxy_config: String::new(),
+                latency,
+                added_p50_ms: added_ms,
+                idle_baseline: Latency { count: 50, p50_us: 150.0, ..Latency::default() },
+                added_vs_idle_ms: added_ms - 0.05,
+            }],
+            rows: 50_000,
+            row_len: 1000,
+            wire_bytes: 50_350_000,
+            no_injection_seconds: 0.5,
+            bandwidth: probe(bandwidth_s),
+            window: probe(window_s),
+            table: Vec::new(),
+            markdown: String::new(),
+        };
+        a.table = rows(&a);
+        a.markdown = markdown(&a);
+        a
+    }
+
+    #[test]
+    fn errors_against_tolerances() {
+        // 50.35 MB at 12.5 MB/s is 4.028 s, + 20 ms; at 1.6384 MB/s it takes 30.73 s.
+        let a = accuracy(1.25, 4.048 * 1.04, 50.35 / 1.6384 * 1.2);
+        let met: Vec<Option<bool>> = a.table.iter().map(|r| r.met).collect();
+        assert_eq!(met, [Some(true), Some(true), Some(false), None], "{}", a.markdown);
+        assert!((a.table[1].expected.unwrap_or(0.0) - 4.048).abs() < 1e-9);
+        assert!((a.table[2].expected.unwrap_or(0.0) - 1.6384).abs() < 1e-9);
+        assert!(a.markdown.contains("| round trip added, p50 of 100 `SELECT 1` | rttscope `rtt: 1ms` | +1.000 ms | +1.250 ms |"));
+        assert!(a.markdown.contains("Toxiproxy `latency` toxic | — | — | — | — | not built here"));
+        assert_eq!(signed(-0.0001, "0.000 ms"), "+0.000 ms");
+        assert_eq!(signed(-0.2, "0.200 ms"), "−0.200 ms");
+        let a = accuracy(0.65, 4.048, 30.73);
+        assert_eq!(a.table[0].met, Some(false), "0.35 ms short of 1 ms is out of ±0.3 ms");
+    }
+}
