@@ -29,6 +29,11 @@ pub struct Options {
     /// table (a few minutes). `--only e` runs it alone.
     #[arg(long)]
     pub inject: bool,
+    /// The `toxiproxy-server` e compares with (default: $TOXIPROXY_SERVER, else
+    /// target/toxiproxy/toxiproxy-server if scripts/build-toxiproxy.sh built it; without one,
+    /// e reports Toxiproxy as not run).
+    #[arg(long, value_name = "FILE")]
+    pub toxiproxy: Option<PathBuf>,
     /// How long each side runs in each round of workload b, e.g. `10s`, `500ms`.
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub duration: Option<Duration>,
@@ -187,7 +192,7 @@ impl Options {
             rounds: self.rounds.unwrap_or(2),
             large_runs: 3,
             scenarios: scenario::resolve(&self.scenarios, &self.proxy_configs, !self.no_raw_pipe)?,
-            accuracy: AccuracyPlan::new(quick),
+            accuracy: AccuracyPlan::new(quick, crate::accuracy::toxiproxy::find(self.toxiproxy.as_deref())),
             proxy_bin: self.proxy_bin.clone(),
             out_dir: self.out_dir.clone().unwrap_or_else(default_out_dir),
         };

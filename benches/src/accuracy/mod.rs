@@ -13,12 +13,15 @@
 //!    window / RTT.
 //!
 //! The targets are the issue's: ±max(0.3 ms, 3 %) at p50, ±5 %, ±10 %. [`table`] turns the
-//! results into the report's second table.
+//! results into the report's second table. When a `toxiproxy-server` binary is at hand
+//! ([`toxiproxy::find`]), probes 1 and 2 also run through Toxiproxy, interleaved with
+//! rttscope's, and the table has its rows too.
 
 pub mod table;
+pub mod toxiproxy;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -58,6 +61,8 @@ pub struct AccuracyPlan {
     pub row_len: u64,
     /// Runs of probe 2 (the median is reported); probe 3 runs once (30 s at full size).
     pub bandwidth_runs: u32,
+    /// The `toxiproxy-server` to compare with, if any.
+    pub toxiproxy: Option<PathBuf>,
 }
 
 /// One RTT of probe 1: fewer round trips for long RTTs, so that each takes 15 s at most.
@@ -71,7 +76,7 @@ pub struct RttCounts {
 }
 
 impl AccuracyPlan {
-    pub fn new(quick: bool) -> AccuracyPlan {
+    pub fn new(quick: bool, toxiproxy: Option<PathBuf>) -> AccuracyPlan {
         let rtt = |ms: u64, round_trips: u64| RttCounts { rtt: Duration::from_millis(ms), round_trips, idle_round_trips: round_trips / 2 };
         if quick {
             AccuracyPlan {
@@ -82,6 +87,7 @@ impl AccuracyPlan {
                 rows: 2_000,
                 row_len: 1000,
                 bandwidth_runs: 1,
+                toxiproxy,
             }
         } else {
             AccuracyPlan {
@@ -92,6 +98,7 @@ impl AccuracyPlan {
                 rows: 50_000,
                 row_len: 1000,
                 bandwidth_runs: 3,
+                toxiproxy,
             }
         }
     }
@@ -144,17 +151,81 @@ pub struct Accuracy {
     pub no_injection_seconds: f64,
     pub bandwidth: LargeProbe,
     pub window: LargeProbe,
+    /// The same probes through Toxiproxy, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toxiproxy: Option<ToxiproxyResult>,
     /// The second table's rows, in order.
     pub table: Vec<AccuracyRow>,
     #[serde(skip)]
     pub markdown: String,
 }
 
+/// Probes 1 and 2 through Toxiproxy (it has no window to probe 3 with).
+#[derive(Clone, Debug, Serialize)]
+pub struct ToxiproxyResult {
+    pub version: String,
+    /// Through a Toxiproxy proxy without toxics.
+    pub baseline: Latency,
+    pub round_trips: Vec<ToxiproxyRtt>,
+    pub bandwidth: LargeProbe,
+}
+
+/// One configured RTT through Toxiproxy.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToxiproxyRtt {
+    pub rtt_ms: f64,
+    pub toxics: String,
+    pub latency: Latency,
+    /// p50 through this link minus the p50 through Toxiproxy without toxics.
+    pub added_p50_ms: f64,
+}
+
+/// Toxiproxy with e's links: a proxy without toxics, one per RTT, one for bandwidth.
+struct ToxiproxyLinks {
+    server: toxiproxy::Toxiproxy,
+    baseline: OptsBuilder,
+    rtts: Vec<(toxiproxy::ToxiproxyLink, OptsBuilder)>,
+    bandwidth: Link,
+}
+
+impl ToxiproxyLinks {
+    async fn start(binary: PathBuf, db: &TestDb, rtts: Vec<Duration>) -> Result<ToxiproxyLinks> {
+        let upstream = db.upstream_addr();
+        let (server, baseline, links, bandwidth) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let server = toxiproxy::Toxiproxy::start(&binary)?;
+            let baseline = server.link("baseline", upstream, &[], "no toxics")?;
+            let mut links = Vec::new();
+            for rtt in rtts {
+                let ms = rtt.as_millis();
+                let toxic = toxiproxy::latency("latency", rtt);
+                links.push(server.link(&format!("rtt_{ms}ms"), upstream, &[toxic], &format!("latency {ms} ms downstream"))?);
+            }
+            let ms = LINK_RTT.as_millis();
+            let toxics = [toxiproxy::latency("latency", LINK_RTT), toxiproxy::bandwidth("bandwidth", BANDWIDTH_BPS)];
+            let rate = BANDWIDTH_BPS / 8 / 1000;
+            let bandwidth = server.link("bandwidth", upstream, &toxics, &format!("latency {ms} ms + bandwidth {rate} KB/s downstream"))?;
+            Ok((server, baseline, links, bandwidth))
+        })
+        .await??;
+        let opts = |link: &toxiproxy::ToxiproxyLink| db.opts_via(link.listen, NATIVE.user, NATIVE.password);
+        Ok(ToxiproxyLinks {
+            baseline: opts(&baseline),
+            rtts: links.into_iter().map(|link| {
+                let o = opts(&link);
+                (link, o)
+            }).collect(),
+            bandwidth: Link { yaml: bandwidth.configured.clone(), opts: opts(&bandwidth), _proxy: None },
+            server,
+        })
+    }
+}
+
 /// A proxy on one emulated link, with the options that reach it.
 struct Link {
     yaml: String,
     opts: OptsBuilder,
-    _proxy: ProxyChild,
+    /// rttscope's process; Toxiproxy's links share one server, kept elsewhere.
+    _proxy: Option<ProxyChild>,
 }
 
 impl Link {
@@ -165,7 +236,7 @@ impl Link {
             .await?
             .with_context(|| format!("starting rttscope with {name}"))?;
         let opts = db.opts_via(proxy.listen(), NATIVE.user, NATIVE.password);
-        Ok(Link { yaml, opts, _proxy: proxy })
+        Ok(Link { yaml, opts, _proxy: Some(proxy) })
     }
 }
 
@@ -182,14 +253,24 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
     let bandwidth_link = Link::start(rttscope, db, "a bandwidth", bandwidth_yaml).await?;
     let window_yaml = format!("inject:\n  rtt: {link_rtt}\n  window: {}KiB\n", WINDOW_BYTES / 1024);
     let window_link = Link::start(rttscope, db, "a window", window_yaml).await?;
+    let toxiproxy = match &plan.toxiproxy {
+        Some(binary) => Some(ToxiproxyLinks::start(binary.clone(), db, plan.rtts.iter().map(|c| c.rtt).collect()).await?),
+        None => None,
+    };
 
-    // 1. Round trips: the baseline, each link, then the idle-matched baselines.
+    // 1. Round trips: the baseline, each link, the idle-matched baselines, then Toxiproxy's
+    // baseline and links, all taking turns.
     let mut sides: Vec<RoundTripSide<'_>> = vec![(baseline, plan.baseline_round_trips, Duration::ZERO)];
     sides.extend(rtt_links.iter().zip(&plan.rtts).map(|(link, c)| (&link.opts, c.round_trips, Duration::ZERO)));
     sides.extend(plan.rtts.iter().map(|c| (baseline, c.idle_round_trips, c.rtt)));
+    if let Some(t) = &toxiproxy {
+        sides.push((&t.baseline, plan.baseline_round_trips, Duration::ZERO));
+        sides.extend(t.rtts.iter().zip(&plan.rtts).map(|((_, opts), c)| (opts, c.round_trips, Duration::ZERO)));
+    }
     let latencies = round_trips(plan, &sides).await?;
     let (baseline_latency, rest) = latencies.split_first().context("no baseline")?;
-    let (injected, idle) = rest.split_at(plan.rtts.len());
+    let (injected, rest) = rest.split_at(plan.rtts.len());
+    let (idle, toxiproxy_latencies) = rest.split_at(plan.rtts.len());
     let round_trips = plan
         .rtts
         .iter()
@@ -211,6 +292,26 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
     let no_injection = large::run(baseline, "through rttscope without injection", total, plan.row_len).await?;
     let bandwidth = large_probe(&bandwidth_link, plan, plan.bandwidth_runs, "a 100 Mbit/s link").await?;
     let window = large_probe(&window_link, plan, 1, "a 32 KiB window").await?;
+    let toxiproxy = match toxiproxy {
+        Some(t) => {
+            let (t_baseline, t_rtts) = toxiproxy_latencies.split_first().context("no Toxiproxy baseline")?;
+            let round_trips = plan
+                .rtts
+                .iter()
+                .zip(t_rtts)
+                .zip(&t.rtts)
+                .map(|((c, latency), (link, _))| ToxiproxyRtt {
+                    rtt_ms: c.rtt.as_secs_f64() * 1e3,
+                    toxics: link.configured.clone(),
+                    latency: *latency,
+                    added_p50_ms: (latency.p50_us - t_baseline.p50_us) / 1e3,
+                })
+                .collect();
+            let bandwidth = large_probe(&t.bandwidth, plan, plan.bandwidth_runs, "Toxiproxy at 100 Mbit/s").await?;
+            Some(ToxiproxyResult { version: t.server.version.clone(), baseline: *t_baseline, round_trips, bandwidth })
+        }
+        None => None,
+    };
 
     let mut accuracy = Accuracy {
         baseline: *baseline_latency,
@@ -221,6 +322,7 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
         no_injection_seconds: no_injection.elapsed.as_secs_f64(),
         bandwidth,
         window,
+        toxiproxy,
         table: Vec::new(),
         markdown: String::new(),
     };

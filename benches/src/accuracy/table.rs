@@ -16,14 +16,17 @@ pub const BANDWIDTH_TOLERANCE_SHARE: f64 = 0.05;
 /// Throughput through a window.
 pub const WINDOW_TOLERANCE_SHARE: f64 = 0.10;
 
-/// Why there is no Toxiproxy column: said in the table rather than left out silently.
-pub const TOXIPROXY_NOT_BUILT: &str = "not built here: Toxiproxy is Go, and building it needs its modules from the Go \
-     module proxy, which this machine cannot reach (Debian's Go toolchain alone is not enough)";
+/// Why Toxiproxy has no figures: said in the table rather than left out silently.
+pub const TOXIPROXY_NOT_RUN: &str = "not run: no toxiproxy-server binary; build one with scripts/build-toxiproxy.sh \
+     (v2.8.0 from source, Debian's Go) or pass --toxiproxy FILE";
+/// Why Toxiproxy has no window figure.
+pub const TOXIPROXY_NO_WINDOW: &str = "no toxic limits the bytes in flight per round trip";
 
 /// One line of the second table.
 #[derive(Clone, Debug, Serialize)]
 pub struct AccuracyRow {
-    /// `e.rtt_1ms`, `e.rtt_15ms`, `e.rtt_80ms`, `e.bandwidth`, `e.window`, `e.toxiproxy`.
+    /// `e.rtt_1ms`, `e.rtt_15ms`, `e.rtt_80ms`, `e.bandwidth`, `e.window`, then Toxiproxy's
+    /// `e.toxiproxy.rtt_1ms` … `e.toxiproxy.window`, or `e.toxiproxy` alone when it did not run.
     pub id: String,
     /// `rttscope` or `toxiproxy`.
     pub tool: &'static str,
@@ -51,7 +54,7 @@ impl AccuracyRow {
         let error = measured - expected;
         AccuracyRow {
             id,
-            tool: "rttscope",
+            tool: RTTSCOPE,
             probe,
             configured,
             unit,
@@ -74,42 +77,74 @@ impl AccuracyRow {
     }
 }
 
-/// The table's rows: one per configured RTT, then bandwidth, window, and Toxiproxy's line.
+const RTTSCOPE: &str = "rttscope";
+const TOXIPROXY: &str = "toxiproxy";
+
+/// The table's rows: rttscope's (one per configured RTT, then bandwidth and window), then
+/// Toxiproxy's in the same order, or one line saying why it did not run.
 pub fn rows(a: &Accuracy) -> Vec<AccuracyRow> {
     let mut rows = Vec::new();
     for p in &a.round_trips {
-        let tolerance = RTT_TOLERANCE_MS.max(RTT_TOLERANCE_SHARE * p.rtt_ms);
-        let probe = format!("round trip added, p50 of {} `SELECT 1`", group(p.latency.count));
         let rtt = trim_number(p.rtt_ms);
-        let row = AccuracyRow::measured(format!("e.rtt_{rtt}ms"), probe, format!("rtt: {rtt}ms"), "ms", p.rtt_ms, p.added_p50_ms);
-        let text = format!("±{tolerance:.2} ms (max of 0.3 ms, 3 %)");
-        rows.push(row.within(tolerance, text));
+        rows.push(round_trip_row("e", format!("rtt: {rtt}ms"), p.rtt_ms, p.latency.count, p.added_p50_ms));
     }
-    let rtt_s = LINK_RTT.as_secs_f64();
-    let rtt_ms = trim_number(rtt_s * 1e3);
-    let wire = a.wire_bytes as f64;
-    let mb = trim_number(wire / 1e6);
-
-    let expected = wire * 8.0 / BANDWIDTH_BPS as f64 + rtt_s;
+    let rtt_ms = trim_number(LINK_RTT.as_secs_f64() * 1e3);
     let configured = format!("rtt: {rtt_ms}ms, bandwidth: {}mbit", BANDWIDTH_BPS / 1_000_000);
-    let probe = format!("{mb} MB result: time (median of {})", a.bandwidth.seconds.len());
-    let row = AccuracyRow::measured("e.bandwidth".into(), probe, configured, "s", expected, a.bandwidth.median_seconds);
-    let share = BANDWIDTH_TOLERANCE_SHARE;
-    rows.push(row.within(share * expected, format!("±{:.0} % (±{:.3} s)", share * 100.0, share * expected)));
+    rows.push(bandwidth_row("e", configured, a, &a.bandwidth.seconds, a.bandwidth.median_seconds));
 
-    let expected = WINDOW_BYTES as f64 / rtt_s / 1e6;
+    let expected = WINDOW_BYTES as f64 / LINK_RTT.as_secs_f64() / 1e6;
     let configured = format!("rtt: {rtt_ms}ms, window: {}KiB", WINDOW_BYTES / 1024);
-    let measured = wire / a.window.median_seconds / 1e6;
-    let probe = format!("{mb} MB result: throughput");
-    let row = AccuracyRow::measured("e.window".into(), probe, configured, "MB/s", expected, measured);
+    let measured = a.wire_bytes as f64 / a.window.median_seconds / 1e6;
+    let probe = format!("{} MB result: throughput", trim_number(a.wire_bytes as f64 / 1e6));
+    let row = AccuracyRow::measured("e.window".into(), probe.clone(), configured, "MB/s", expected, measured);
     let share = WINDOW_TOLERANCE_SHARE;
     rows.push(row.within(share * expected, format!("±{:.0} % (±{:.3} MB/s)", share * 100.0, share * expected)));
 
-    rows.push(AccuracyRow {
-        id: "e.toxiproxy".into(),
-        tool: "toxiproxy",
-        probe: "the same three probes".into(),
-        configured: "Toxiproxy `latency` toxic".into(),
+    let Some(t) = &a.toxiproxy else {
+        rows.push(not_measured("e.toxiproxy", "the same probes".into(), "Toxiproxy".into(), TOXIPROXY_NOT_RUN));
+        return rows;
+    };
+    let tool = |toxics: &str| format!("Toxiproxy {} `{toxics}`", t.version);
+    for p in &t.round_trips {
+        let mut row = round_trip_row("e.toxiproxy", tool(&p.toxics), p.rtt_ms, p.latency.count, p.added_p50_ms);
+        row.tool = TOXIPROXY;
+        rows.push(row);
+    }
+    let rate = BANDWIDTH_BPS / 8 / 1000;
+    let configured = tool(&format!("latency {rtt_ms} ms + bandwidth {rate} KB/s downstream"));
+    let mut row = bandwidth_row("e.toxiproxy", configured, a, &t.bandwidth.seconds, t.bandwidth.median_seconds);
+    row.tool = TOXIPROXY;
+    rows.push(row);
+    rows.push(not_measured("e.toxiproxy.window", probe, format!("Toxiproxy {}", t.version), TOXIPROXY_NO_WINDOW));
+    rows
+}
+
+/// Probe 1's row for one configured RTT.
+fn round_trip_row(prefix: &str, configured: String, rtt_ms: f64, count: u64, added_ms: f64) -> AccuracyRow {
+    let tolerance = RTT_TOLERANCE_MS.max(RTT_TOLERANCE_SHARE * rtt_ms);
+    let probe = format!("round trip added, p50 of {} `SELECT 1`", group(count));
+    let id = format!("{prefix}.rtt_{}ms", trim_number(rtt_ms));
+    let row = AccuracyRow::measured(id, probe, configured, "ms", rtt_ms, added_ms);
+    row.within(tolerance, format!("±{tolerance:.2} ms (max of 0.3 ms, 3 %)"))
+}
+
+/// Probe 2's row: the large result's time against wire bytes / bandwidth + RTT.
+fn bandwidth_row(prefix: &str, configured: String, a: &Accuracy, runs: &[f64], median_seconds: f64) -> AccuracyRow {
+    let wire = a.wire_bytes as f64;
+    let expected = wire * 8.0 / BANDWIDTH_BPS as f64 + LINK_RTT.as_secs_f64();
+    let probe = format!("{} MB result: time (median of {})", trim_number(wire / 1e6), runs.len());
+    let row = AccuracyRow::measured(format!("{prefix}.bandwidth"), probe, configured, "s", expected, median_seconds);
+    let share = BANDWIDTH_TOLERANCE_SHARE;
+    row.within(share * expected, format!("±{:.0} % (±{:.3} s)", share * 100.0, share * expected))
+}
+
+/// A Toxiproxy line without figures, and why.
+fn not_measured(id: &str, probe: String, configured: String, why: &str) -> AccuracyRow {
+    AccuracyRow {
+        id: id.into(),
+        tool: TOXIPROXY,
+        probe,
+        configured,
         unit: "",
         expected: None,
         measured: None,
@@ -118,9 +153,8 @@ pub fn rows(a: &Accuracy) -> Vec<AccuracyRow> {
         tolerance: None,
         tolerance_text: String::new(),
         met: None,
-        note: Some(TOXIPROXY_NOT_BUILT.into()),
-    });
-    rows
+        note: Some(why.into()),
+    }
 }
 
 /// The second table, with its heading and notes.
@@ -129,7 +163,7 @@ pub fn markdown(a: &Accuracy) -> String {
     md += "| probe | configured | expected | measured | error | tolerance | met |\n";
     md += "|---|---|---:|---:|---:|---|:-:|\n";
     for r in &a.table {
-        let tool = if r.tool == "rttscope" { format!("rttscope `{}`", r.configured) } else { r.configured.clone() };
+        let tool = if r.tool == RTTSCOPE { format!("rttscope `{}`", r.configured) } else { r.configured.clone() };
         let (Some(expected), Some(measured), Some(error), Some(percent)) = (r.expected, r.measured, r.error, r.error_percent)
         else {
             let note = r.note.as_deref().unwrap_or("");
@@ -205,6 +239,25 @@ pub fn markdown(a: &Accuracy) -> String {
         WINDOW_BYTES,
         trim_number(LINK_RTT.as_secs_f64() * 1e3)
     );
+    if let Some(t) = &a.toxiproxy {
+        let b = &t.baseline;
+        md += &format!(
+            "- Toxiproxy {}: one `toxiproxy-server`, a proxy per link, its round trips taking turns with rttscope's; \
+             added = p50 through the toxic − p50 through a Toxiproxy proxy without toxics ({:.1} µs, p99 {:.1} µs). \
+             Its `latency` toxic takes whole milliseconds, so the whole RTT is on the downstream side.\n",
+            t.version, b.p50_us, b.p99_us
+        );
+        for p in &t.round_trips {
+            md += &format!(
+                "  `{}`: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms.\n",
+                p.toxics,
+                p.latency.p50_us / 1e3,
+                p.latency.p99_us / 1e3,
+                p.latency.max_us / 1e3
+            );
+        }
+        md += &format!("  Bandwidth runs {}.\n", seconds_list(&t.bandwidth.seconds));
+    }
     md
 }
 
@@ -229,7 +282,7 @@ fn seconds_list(seconds: &[f64]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{LargeProbe, RttProbe};
+    use super::super::{LargeProbe, RttProbe, ToxiproxyResult, ToxiproxyRtt};
     use super::*;
     use crate::stats::Latency;
 
@@ -252,6 +305,7 @@ mod tests {
             no_injection_seconds: 0.5,
             bandwidth: probe(bandwidth_s),
             window: probe(window_s),
+            toxiproxy: None,
             table: Vec::new(),
             markdown: String::new(),
         };
@@ -269,10 +323,31 @@ mod tests {
         assert!((a.table[1].expected.unwrap_or(0.0) - 4.048).abs() < 1e-9);
         assert!((a.table[2].expected.unwrap_or(0.0) - 1.6384).abs() < 1e-9);
         assert!(a.markdown.contains("| round trip added, p50 of 100 `SELECT 1` | rttscope `rtt: 1ms` | +1.000 ms | +1.250 ms |"));
-        assert!(a.markdown.contains("Toxiproxy `latency` toxic | — | — | — | — | not built here"));
+        assert!(a.markdown.contains("| the same probes | Toxiproxy | — | — | — | — | not run: no toxiproxy-server binary"));
         assert_eq!(signed(-0.0001, "0.000 ms"), "+0.000 ms");
         assert_eq!(signed(-0.2, "0.200 ms"), "−0.200 ms");
         let a = accuracy(0.65, 4.048, 30.73);
         assert_eq!(a.table[0].met, Some(false), "0.35 ms short of 1 ms is out of ±0.3 ms");
+    }
+
+    #[test]
+    fn toxiproxy_rows_follow_rttscope_rows() {
+        let mut a = accuracy(1.0, 4.048, 30.73);
+        let latency = Latency { count: 100, p50_us: 1_500.0, ..Latency::default() };
+        a.toxiproxy = Some(ToxiproxyResult {
+            version: "2.8.0".into(),
+            baseline: Latency { count: 100, p50_us: 200.0, ..Latency::default() },
+            round_trips: vec![ToxiproxyRtt { rtt_ms: 1.0, toxics: "latency 1 ms downstream".into(), latency, added_p50_ms: 1.4 }],
+            bandwidth: LargeProbe { proxy_config: String::new(), seconds: vec![4.5], median_seconds: 4.5 },
+        });
+        a.table = rows(&a);
+        a.markdown = markdown(&a);
+        let ids: Vec<&str> = a.table.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["e.rtt_1ms", "e.bandwidth", "e.window", "e.toxiproxy.rtt_1ms", "e.toxiproxy.bandwidth", "e.toxiproxy.window"]);
+        let met: Vec<Option<bool>> = a.table[3..].iter().map(|r| r.met).collect();
+        // 1.4 ms for 1 ms is out of ±0.3 ms; 4.5 s for 4.048 s is out of ±5 %.
+        assert_eq!(met, [Some(false), Some(false), None], "{}", a.markdown);
+        assert!(a.markdown.contains("| Toxiproxy 2.8.0 `latency 1 ms downstream` | +1.000 ms | +1.400 ms |"), "{}", a.markdown);
+        assert!(a.markdown.contains(TOXIPROXY_NO_WINDOW));
     }
 }
