@@ -89,12 +89,6 @@ pub fn model(inject: &Inject, direction: Direction) -> OneWayModel {
     }
 }
 
-/// Held bytes count as released this long before they are due, and the
-/// timer fires this early: the wake-up chain (timer thread, task wake,
-/// poll, write) takes about this long, so bytes leave close to on time
-/// rather than consistently late.
-pub const WAKE_LEAD: std::time::Duration = std::time::Duration::from_micros(100);
-
 /// Largest buffer an emulated pipe may grow to per direction.
 pub const MAX_PIPE_BYTES: usize = 64 << 20;
 /// Without a bandwidth limit, the emulated pipe holds this much.

@@ -14,7 +14,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::error::RelayError;
-use crate::inject::{timer, DelayLine, OneWayModel, WAKE_LEAD};
+use crate::inject::{timer, DelayLine, OneWayModel};
 use crate::protocol::{DecodeError, PacketScanner, Peer};
 
 pub(super) struct HalfPipe {
@@ -33,7 +33,7 @@ pub(super) struct HalfPipe {
     written: u64,
     line: Option<DelayLine>,
     /// The release the timer is already set for.
-    armed: Option<std::time::Instant>,
+    armed: Option<Armed>,
     /// Released bytes are waiting for the peer to take them.
     peer_slow: bool,
 }
@@ -169,12 +169,27 @@ impl HalfPipe {
     fn ready(&mut self, cx: &mut Context<'_>) -> usize {
         let buffered = self.end - self.start;
         let Some(line) = &mut self.line else { return buffered };
-        let released = line.released_by(std::time::Instant::now() + WAKE_LEAD);
+        let now = std::time::Instant::now();
+        // Bytes due within the lead count as released: the timer fires that
+        // early for them, and a poll after it fired must find them due.
+        let lead = match &mut self.armed {
+            Some(armed) => {
+                if !armed.observed && now >= armed.fires {
+                    armed.observed = true;
+                    timer::observe_wake(armed.fires, now);
+                }
+                armed.lead
+            }
+            None => timer::wake_lead(),
+        };
+        let released = line.released_by(now + lead);
         let ready = buffered.min(released.saturating_sub(self.written) as usize);
         match line.next_release() {
-            Some(next) if ready < buffered && self.armed != Some(next) => {
-                self.armed = Some(next);
-                timer::wake_at(next.checked_sub(WAKE_LEAD).unwrap_or(next), cx.waker().clone());
+            Some(next) if ready < buffered && self.armed.as_ref().is_none_or(|a| a.release != next) => {
+                let lead = timer::wake_lead();
+                let fires = next.checked_sub(lead).unwrap_or(next);
+                self.armed = Some(Armed { release: next, lead, fires, observed: false });
+                timer::wake_at(fires, cx.waker().clone());
             }
             // Taken off the link and everything held has gone: back to the
             // fast path, and back to the normal buffer once it is empty.
@@ -190,4 +205,14 @@ impl HalfPipe {
         }
         ready
     }
+}
+
+/// The timer set for a held release.
+struct Armed {
+    release: std::time::Instant,
+    /// How early it fires (the wake-up chain's estimate when armed).
+    lead: std::time::Duration,
+    fires: std::time::Instant,
+    /// Whether this wake-up was already counted as a sample of the chain.
+    observed: bool,
 }
