@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 /// not 4.05 s, on a busy machine. A millisecond keeps the wire busy at a
 /// cost of at most a thousand timer wake-ups a second per direction.
 const PIECE_TIME: Duration = Duration::from_millis(1);
+/// On a slow link a piece is still at least about one Ethernet frame, so
+/// that the queue of pending releases stays short.
+const MIN_PIECE: u64 = 1500;
 
 /// One direction's link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -97,11 +100,14 @@ impl DelayLine {
         // A piece larger than the window cannot leave in one round trip.
         let window = self.model.window.map_or(u64::MAX, |w| w.max(1));
         let wire = self.model.bytes_per_second.map_or(u64::MAX, |rate| {
-            (u128::from(rate) * PIECE_TIME.as_nanos() / 1_000_000_000).max(1) as u64
+            ((u128::from(rate) * PIECE_TIME.as_nanos() / 1_000_000_000) as u64).max(MIN_PIECE)
         });
+        // One draw per read, not per piece: pieces keep their order, so each
+        // extra draw could only push the read's delay up, never down.
+        let jitter = self.draw_jitter();
         while left > 0 {
             let piece = left.min(window).min(wire);
-            release = self.schedule_piece(now, piece);
+            release = self.schedule_piece(now, piece, jitter);
             left -= piece;
         }
         if len == 0 {
@@ -110,7 +116,20 @@ impl DelayLine {
         release
     }
 
-    fn schedule_piece(&mut self, now: Instant, len: u64) -> Instant {
+    /// A delay offset uniform within ±jitter, in nanoseconds (xorshift:
+    /// cheap, and reproducible per seed).
+    fn draw_jitter(&mut self) -> i64 {
+        let jitter = self.model.jitter.as_nanos() as u64;
+        if jitter == 0 {
+            return 0;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % (2 * jitter + 1)) as i64 - jitter as i64
+    }
+
+    fn schedule_piece(&mut self, now: Instant, len: u64, jitter: i64) -> Instant {
         let end = self.scheduled + len;
         let mut depart = self.wire_free.map_or(now, |free| free.max(now));
         if let Some(window) = self.model.window
@@ -133,16 +152,12 @@ impl DelayLine {
                 self.departures.pop_front();
             }
         }
-        let mut release = departed + self.model.delay;
-        let jitter = self.model.jitter.as_nanos() as u64;
-        if jitter > 0 {
-            // Uniform within ±jitter (xorshift: cheap, and reproducible per seed).
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            let offset = self.rng % (2 * jitter + 1);
-            release = (release + Duration::from_nanos(offset)).checked_sub(self.model.jitter).unwrap_or(release);
-        }
+        let delayed = departed + self.model.delay;
+        let release = if jitter >= 0 {
+            delayed + Duration::from_nanos(jitter.unsigned_abs())
+        } else {
+            delayed.checked_sub(Duration::from_nanos(jitter.unsigned_abs())).unwrap_or(delayed)
+        };
         // Never before bytes that came earlier: a stream keeps its order.
         let release = self.last_release.map_or(release, |last| release.max(last));
         self.last_release = Some(release);
@@ -209,15 +224,15 @@ mod tests {
     #[test]
     fn a_large_read_leaves_piece_by_piece() {
         let t0 = Instant::now();
-        // 1 MB/s: pieces of 1 ms = 1000 bytes.
-        let m = OneWayModel { bytes_per_second: Some(1_000_000), delay: Duration::from_millis(5), ..OneWayModel::default() };
+        // 10 MB/s: pieces of 1 ms = 10,000 bytes.
+        let m = OneWayModel { bytes_per_second: Some(10_000_000), delay: Duration::from_millis(5), ..OneWayModel::default() };
         let mut line = DelayLine::new(m, 0, 1);
-        assert_eq!(line.schedule(t0, 10_500), t0 + Duration::from_micros(15_500));
-        // The first kilobyte is through after its own millisecond on the wire, not the read's ten.
-        assert_eq!(line.released_by(t0 + Duration::from_millis(6)), 1000);
+        assert_eq!(line.schedule(t0, 105_000), t0 + Duration::from_micros(15_500));
+        // The first piece is through after its own millisecond on the wire, not the read's ten.
+        assert_eq!(line.released_by(t0 + Duration::from_millis(6)), 10_000);
         assert_eq!(line.next_release(), Some(t0 + Duration::from_millis(7)));
-        assert_eq!(line.released_by(t0 + Duration::from_millis(15)), 10_000);
-        assert_eq!(line.released_by(t0 + Duration::from_micros(15_500)), 10_500);
+        assert_eq!(line.released_by(t0 + Duration::from_millis(15)), 100_000);
+        assert_eq!(line.released_by(t0 + Duration::from_micros(15_500)), 105_000);
     }
 
     #[test]
@@ -237,6 +252,33 @@ mod tests {
         }
         let took = last - t0 - Duration::from_millis(10);
         assert_eq!(took, Duration::from_millis(20 * 49), "{took:?}");
+    }
+
+    #[test]
+    fn a_read_draws_its_jitter_once() {
+        let t0 = Instant::now();
+        // 1.5 MB/s: a 15,000-byte read is ten pieces of 1,500 bytes, 1 ms each on the wire.
+        let m = OneWayModel {
+            delay: Duration::from_millis(10),
+            jitter: Duration::from_millis(5),
+            bytes_per_second: Some(1_500_000),
+            ..OneWayModel::default()
+        };
+        let mut line = DelayLine::new(m, 0, 7);
+        let mut spread = (Duration::MAX, Duration::ZERO);
+        for read in 0..50 {
+            let now = t0 + Duration::from_millis(100 * read);
+            line.schedule(now, 15_000);
+            let times: Vec<Instant> = line.marks.iter().map(|&(_, at)| at).collect();
+            assert_eq!(times.len(), 10);
+            // One draw: the pieces stay exactly their wire time apart.
+            assert!(times.windows(2).all(|p| p[1] - p[0] == Duration::from_millis(1)), "{read}: {times:?}");
+            let held = times[0] - now - Duration::from_millis(1);
+            assert!(held >= Duration::from_millis(5) && held <= Duration::from_millis(15), "{held:?}");
+            spread = (spread.0.min(held), spread.1.max(held));
+            line.released_by(now + Duration::from_millis(50));
+        }
+        assert!(spread.1 - spread.0 >= Duration::from_millis(4), "the draw varies from read to read: {spread:?}");
     }
 
     #[test]

@@ -81,22 +81,70 @@ pub fn wake_at(at: Instant, waker: Waker) {
 /// they leave on time rather than consistently late, or, with a fixed lead
 /// larger than the real chain, consistently early (a fixed 100 µs made
 /// `rtt: 1ms` add 0.89 ms on a 2-vCPU VM). Learnt from the wake-ups
-/// themselves (see [`observe_wake`]), shared by all connections.
-static WAKE_LATENCY_NS: AtomicU64 = AtomicU64::new(INITIAL_WAKE_LATENCY.as_nanos() as u64);
-const INITIAL_WAKE_LATENCY: Duration = Duration::from_micros(50);
-/// A sample above this is a task that was busy, not the wake-up chain.
-const MAX_WAKE_LATENCY: Duration = Duration::from_micros(250);
-
-/// How early to fire for a deadline: the wake-up chain's current estimate.
-pub fn wake_lead() -> Duration {
-    Duration::from_nanos(WAKE_LATENCY_NS.load(Ordering::Relaxed))
+/// themselves, shared by all connections.
+pub struct WakeLatency {
+    nanos: AtomicU64,
 }
 
-/// A task woken for a timer that fired at `fired` polled at `polled`:
-/// one sample of the wake-up chain, folded into the estimate (a moving
-/// average over ~16 wake-ups; a lost update between tasks is harmless).
-pub fn observe_wake(fired: Instant, polled: Instant) {
-    let sample = polled.saturating_duration_since(fired).min(MAX_WAKE_LATENCY).as_nanos() as u64;
-    let old = WAKE_LATENCY_NS.load(Ordering::Relaxed);
-    WAKE_LATENCY_NS.store(old - old / 16 + sample / 16, Ordering::Relaxed);
+impl WakeLatency {
+    const INITIAL: Duration = Duration::from_micros(50);
+    /// A longer wait is a task that was busy, not the wake-up chain.
+    const MAX_SAMPLE: Duration = Duration::from_micros(250);
+
+    pub const fn new() -> WakeLatency {
+        WakeLatency { nanos: AtomicU64::new(Self::INITIAL.as_nanos() as u64) }
+    }
+
+    /// How early to fire for a deadline: the current estimate.
+    pub fn lead(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    /// A task woken by a timer that fired at `fired` polled at `polled`:
+    /// one sample, folded into a moving average over ~16 wake-ups (a lost
+    /// update between tasks is harmless). Samples over the maximum are
+    /// dropped, not clamped, so a busy spell cannot drag the lead up.
+    pub fn observe(&self, fired: Instant, polled: Instant) {
+        let sample = polled.saturating_duration_since(fired);
+        if sample > Self::MAX_SAMPLE {
+            return;
+        }
+        let sample = sample.as_nanos() as u64;
+        let old = self.nanos.load(Ordering::Relaxed);
+        self.nanos.store(old - old / 16 + sample / 16, Ordering::Relaxed);
+    }
+}
+
+impl Default for WakeLatency {
+    fn default() -> Self {
+        WakeLatency::new()
+    }
+}
+
+/// The process's estimate, learnt by every emulated connection.
+pub static WAKE_LATENCY: WakeLatency = WakeLatency::new();
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lead_follows_the_wake_ups_and_ignores_busy_spells() {
+        let latency = WakeLatency::new();
+        assert_eq!(latency.lead(), WakeLatency::INITIAL);
+        let t0 = Instant::now();
+        for _ in 0..200 {
+            latency.observe(t0, t0 + Duration::from_micros(20));
+        }
+        let lead = latency.lead();
+        assert!(lead >= Duration::from_micros(19) && lead <= Duration::from_micros(21), "{lead:?}");
+        // A task busy for 5 ms is not a sample of the chain.
+        latency.observe(t0, t0 + Duration::from_millis(5));
+        assert_eq!(latency.lead(), lead);
+        // A slower machine: the lead grows to match.
+        for _ in 0..200 {
+            latency.observe(t0, t0 + Duration::from_micros(120));
+        }
+        assert!(latency.lead() >= Duration::from_micros(115), "{:?}", latency.lead());
+    }
 }

@@ -170,25 +170,26 @@ impl HalfPipe {
         let buffered = self.end - self.start;
         let Some(line) = &mut self.line else { return buffered };
         let now = std::time::Instant::now();
-        // Bytes due within the lead count as released: the timer fires that
-        // early for them, and a poll after it fired must find them due.
-        let lead = match &mut self.armed {
-            Some(armed) => {
-                if !armed.observed && now >= armed.fires {
+        // Once the timer has fired, the bytes it fired for are due: it fires
+        // early by the wake-up chain's latency so that this poll comes when
+        // they are. Before that, only what is due by now goes.
+        let due_by = match &mut self.armed {
+            Some(armed) if now >= armed.fires => {
+                if !armed.observed {
                     armed.observed = true;
-                    timer::observe_wake(armed.fires, now);
+                    timer::WAKE_LATENCY.observe(armed.fires, now);
                 }
-                armed.lead
+                now.max(armed.release)
             }
-            None => timer::wake_lead(),
+            _ => now,
         };
-        let released = line.released_by(now + lead);
+        let released = line.released_by(due_by);
         let ready = buffered.min(released.saturating_sub(self.written) as usize);
         match line.next_release() {
             Some(next) if ready < buffered && self.armed.as_ref().is_none_or(|a| a.release != next) => {
-                let lead = timer::wake_lead();
-                let fires = next.checked_sub(lead).unwrap_or(next);
-                self.armed = Some(Armed { release: next, lead, fires, observed: false });
+                // Not in the past: a sample must not count time before arming.
+                let fires = next.checked_sub(timer::WAKE_LATENCY.lead()).unwrap_or(next).max(now);
+                self.armed = Some(Armed { release: next, fires, observed: false });
                 timer::wake_at(fires, cx.waker().clone());
             }
             // Taken off the link and everything held has gone: back to the
@@ -210,8 +211,7 @@ impl HalfPipe {
 /// The timer set for a held release.
 struct Armed {
     release: std::time::Instant,
-    /// How early it fires (the wake-up chain's estimate when armed).
-    lead: std::time::Duration,
+    /// When the timer fires: early by the wake-up chain's latency.
     fires: std::time::Instant,
     /// Whether this wake-up was already counted as a sample of the chain.
     observed: bool,
