@@ -58,7 +58,7 @@ if ! grep -q '^module github.com/Shopify/toxiproxy/v2$' "$src/go.mod"; then
   echo "build-toxiproxy: $src/go.mod is not github.com/Shopify/toxiproxy/v2" >&2
   exit 2
 fi
-src_version=$(sed -n 's/^# \[\([0-9][0-9.]*\)\].*/\1/p' "$src/CHANGELOG.md" 2>/dev/null | head -n1)
+src_version=$(sed -n 's/^# \[\([0-9][0-9.]*\)\].*/\1/p' "$src/CHANGELOG.md" 2>/dev/null | head -n1 || true)
 if [ "$src_version" != "$version" ]; then
   echo "build-toxiproxy: $src is version '${src_version:-unknown}' (CHANGELOG.md), expected $version (tag v$version)" >&2
   exit 2
@@ -94,7 +94,10 @@ if ! grep -q 'CallerMarshalFunc = func(pc uintptr' "$zerolog_globals"; then
   echo "build-toxiproxy: patch 1: Debian's zerolog has the pre-1.28 CallerMarshalFunc; adapting cmd/server/server.go"
   sed -i 's/zerolog\.CallerMarshalFunc = func(pc uintptr, file string, line int) string {/zerolog.CallerMarshalFunc = func(file string, line int) string {/' \
     "$pkg_dir/cmd/server/server.go"
-  grep -q 'zerolog.CallerMarshalFunc = func(file string, line int) string {' "$pkg_dir/cmd/server/server.go"
+  if ! grep -q 'zerolog.CallerMarshalFunc = func(file string, line int) string {' "$pkg_dir/cmd/server/server.go"; then
+    echo "build-toxiproxy: patch 1 did not apply: cmd/server/server.go has no CallerMarshalFunc to adapt" >&2
+    exit 1
+  fi
 fi
 
 mkdir -p "$build/gocache"

@@ -26,7 +26,8 @@ fn harness_for(target: &str) -> Option<fn(&[u8])> {
 #[test]
 fn found_cases_do_not_panic() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz_cases");
-    let Ok(dirs) = fs::read_dir(&root) else { return };
+    // Missing, the kept cases would silently stop being replayed.
+    let dirs = fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
     for dir in dirs {
         let dir = dir.expect("readable directory entry").path();
         if !dir.is_dir() {

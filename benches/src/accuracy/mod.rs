@@ -14,8 +14,8 @@
 //!
 //! The targets are the issue's: ±max(0.3 ms, 3 %) at p50, ±5 %, ±10 %. [`table`] turns the
 //! results into the report's second table. When a `toxiproxy-server` binary is at hand
-//! ([`toxiproxy::find`]), probes 1 and 2 also run through Toxiproxy, interleaved with
-//! rttscope's, and the table has its rows too.
+//! ([`toxiproxy::find`]), probes 1 and 2 also run through Toxiproxy (its round trips
+//! interleaved with rttscope's, its large results after them), and the table has its rows too.
 
 pub mod table;
 pub mod toxiproxy;
@@ -65,7 +65,7 @@ pub struct AccuracyPlan {
     pub toxiproxy: Option<PathBuf>,
 }
 
-/// One RTT of probe 1: fewer round trips for long RTTs, so that each takes 15 s at most.
+/// One RTT of probe 1: fewer round trips for long RTTs, so that each takes about 15 s at most.
 #[derive(Clone, Copy, Debug)]
 pub struct RttCounts {
     pub rtt: Duration,

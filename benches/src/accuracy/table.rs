@@ -110,8 +110,7 @@ pub fn rows(a: &Accuracy) -> Vec<AccuracyRow> {
         row.tool = TOXIPROXY;
         rows.push(row);
     }
-    let rate = BANDWIDTH_BPS / 8 / 1000;
-    let configured = tool(&format!("latency {rtt_ms} ms + bandwidth {rate} KB/s downstream"));
+    let configured = tool(&t.bandwidth.proxy_config);
     let mut row = bandwidth_row("e.toxiproxy", configured, a, &t.bandwidth.seconds, t.bandwidth.median_seconds);
     row.tool = TOXIPROXY;
     rows.push(row);

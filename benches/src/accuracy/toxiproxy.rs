@@ -35,10 +35,10 @@ pub fn find(explicit: Option<&Path>) -> Option<PathBuf> {
     built.is_file().then_some(built)
 }
 
-/// One Toxiproxy link: its name and what it is configured with.
+/// One Toxiproxy link: where it listens and what it is configured with.
 pub struct ToxiproxyLink {
     pub listen: SocketAddr,
-    /// What the table shows, e.g. `latency: 15 (downstream)`.
+    /// What the table shows, e.g. `latency 15 ms downstream`.
     pub configured: String,
 }
 
