@@ -184,12 +184,18 @@ async fn broken_upstream_spares_the_others(broken: Script, counted: Counted) {
     // rttscope closed the broken connection's upstream side (or saw the script do so).
     assert!(fake.wait_ended(1, Duration::from_secs(5)).is_some(), "upstream connection left open");
     let stats = proxy.stats();
-    let counts = (stats.protocol_errors.load(Ordering::Relaxed), stats.upstream_connect_errors.load(Ordering::Relaxed));
+    let counts = || (stats.protocol_errors.load(Ordering::Relaxed), stats.upstream_connect_errors.load(Ordering::Relaxed));
     let expected = match counted {
         Counted::ProtocolError => (1, 0),
         Counted::NoUsableGreeting => (0, 1),
     };
-    assert_eq!(counts, expected, "(protocol errors, upstream connect errors)");
+    // The connection's task counts the error after it has closed both sockets, so the
+    // fake can see the close a moment before the count moves.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while counts() != expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(counts(), expected, "(protocol errors, upstream connect errors)");
 
     assert_works(&mut good, 2).await;
     let mut fresh = connect(proxy.addr()).await.expect("a new connection after the broken one");
