@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The end-to-end benchmark: MariaDB directly vs through the release rttscope binary, in one
-# run, side by side. Flags go to rttscope-bench (`scripts/bench.sh --help`; `--quick` for a
+# The end-to-end benchmark: MariaDB directly vs through the release rttscope binary (and
+# HAProxy, the peer), in one run, side by side; and rttscope's instructions per round trip
+# under callgrind. Flags go to rttscope-bench (`scripts/bench.sh --help`; `--quick` for a
 # smoke run). Prints the table and writes target/bench/latest.md and latest.json.
+# `scripts/bench.sh --matrix [FLAGS]` runs the link matrix instead (link-matrix --help).
 # Starts a private MariaDB unless RTTSCOPE_TEST_MYSQL_URL names one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,6 +14,53 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 if [ -z "${RTTSCOPE_TEST_MYSQL_URL:-}" ]; then
   scripts/install-deps.sh >&2
+fi
+
+# The link matrix (buffers × network conditions over the WAN emulator, each cell's verdict):
+# a command of its own; needs root and TUN, not HAProxy or valgrind. Built like the link tests
+# (the dev profile), whose figures the README quotes beside it.
+if [ "${1:-}" = "--matrix" ]; then
+  shift
+  echo "==> running the link matrix" >&2
+  export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh --matrix${*:+ $*}"
+  exec cargo run --quiet -p rttscope-benches --bin link-matrix -- "$@"
+fi
+
+# The bench's own tools, kept out of install-deps.sh so the tests' dependencies stay lean:
+# HAProxy (the peer in a to d) and valgrind (f, instructions per round trip). Installed when
+# missing and apt-get can; otherwise rttscope-bench says what is missing when it needs it
+# (leave them out with --no-haproxy, or --only without f).
+bench_missing=()
+for check in "haproxy haproxy" "valgrind valgrind" "vgdb valgrind" "callgrind_annotate valgrind"; do
+  read -r what pkg <<<"$check"
+  if ! command -v "$what" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$what" ] \
+    && [[ " ${bench_missing[*]} " != *" $pkg "* ]]; then
+    bench_missing+=("$pkg")
+  fi
+done
+if [ ${#bench_missing[@]} -gt 0 ]; then
+  sudo=()
+  [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo=(sudo)
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ ${#sudo[@]} -gt 0 ]; }; then
+    echo "bench.sh: installing ${bench_missing[*]}" >&2
+    # No service may start: HAProxy's package would start one on port 80 otherwise.
+    # (Removed again right after, not in an EXIT trap: the script ends in `exec`.)
+    policy=/usr/sbin/policy-rc.d
+    made_policy=false
+    if [ ! -e "$policy" ]; then
+      "${sudo[@]}" sh -c "printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy"
+      made_policy=true
+    fi
+    installed=true
+    "${sudo[@]}" apt-get update -q >&2 \
+      && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${bench_missing[@]}" >&2 || installed=false
+    if $made_policy; then "${sudo[@]}" rm -f "$policy"; fi
+    $installed || echo "bench.sh: could not install ${bench_missing[*]}" >&2
+  else
+    echo "bench.sh: ${bench_missing[*]} missing and cannot be installed here; the runs that need them" \
+      "will fail (leave HAProxy out with --no-haproxy, f out with --only a,b,c,d)" >&2
+  fi
 fi
 
 echo "==> building the release rttscope binary" >&2

@@ -2,6 +2,8 @@
 # Installs what the tests need, only what is missing: system packages (Debian/Ubuntu, apt-get),
 # then the Python venv of the client-compatibility tests (target/test-venv). Idempotent and quick
 # when everything is present; needs root or sudo only when a system package is missing.
+# `scripts/install-deps.sh --conformance` also installs MariaDB's test suite (mariadb-test) for
+# scripts/conformance.sh.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
@@ -31,7 +33,22 @@ CHECKS=(
   "/usr/share/java/mariadb-java-client.jar libmariadb-java"
   "/usr/bin/chromium chromium"
   "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core"
+  # The findings' false-positive test (tests/sysbench.rs): a pooled OLTP workload.
+  "sysbench sysbench"
 )
+
+# `--conformance` adds what scripts/conformance.sh needs: MariaDB's own test suite
+# (mysql-test-run.pl, mysqltest, mysql_client_test).
+if [ "${1:-}" = --conformance ]; then
+  CHECKS+=(
+    "/usr/share/mysql/mysql-test/mysql-test-run.pl mariadb-test"
+    "mariadb-test mariadb-test"
+    "mysql_client_test mariadb-test"
+  )
+elif [ $# -gt 0 ]; then
+  echo "install-deps: unknown argument $1 (the only option is --conformance)" >&2
+  exit 2
+fi
 
 # Pinned client libraries for target/test-venv (PyMySQL reports itself as "2.2.8" in
 # pymysql.__version__, a mysqlclient-compatible number; its release is 1.2.4). prometheus-client

@@ -1,16 +1,24 @@
-//! The proxy under test as a child process: which binary, started how. The process itself
-//! (log, CPU time, memory, kill on drop) is the harness's `ListeningChild`; what differs here
-//! is the binary (`rttscope-bench` sits one level below its profile directory, a test two)
-//! and the raw-pipe baseline, which is this very executable in another mode.
+//! The process under test as a child: which binary, started how, reached where. The process
+//! itself (log, CPU time, memory, kill on drop) is the harness's `ListeningChild`; what is
+//! decided here is the command line: rttscope with a generated config (`listen: unix:PATH`
+//! for a Unix-socket leg), the raw-pipe baseline (this very executable in another
+//! mode), or HAProxy with a generated config; each perhaps under a [`Wrapper`] such as
+//! valgrind.
 
+use std::ffi::OsString;
+use std::fmt;
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
-use rttscope_integration_tests::process::{free_port, rttscope_binary, ListeningChild, ProxyProcess};
+use mysql_async::OptsBuilder;
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::process::{ListeningChild, free_port, rttscope_binary};
 
-use crate::scenario::{Program, Scenario};
+use crate::haproxy;
+use crate::scenario::{Leg, Program, Scenario, Tls};
 
 /// The rttscope binary to benchmark: `explicit` if given; for a test executable (in
 /// `deps/`) the harness's; else the `rttscope` next to this executable, rebuilt first when
@@ -60,58 +68,248 @@ fn pipe_binary() -> Result<PathBuf> {
     Ok(exe)
 }
 
-/// A running proxy (rttscope or the raw pipe); killed on drop.
-pub enum ProxyChild {
-    Rttscope(ProxyProcess),
-    RawPipe(ListeningChild),
+/// The binaries the scenarios run.
+#[derive(Clone, Debug)]
+pub struct Programs {
+    pub rttscope: PathBuf,
+    /// `None` when HAProxy was left out (`--no-haproxy`).
+    pub haproxy: Option<PathBuf>,
+}
+
+impl Programs {
+    pub fn rttscope(binary: &Path) -> Programs {
+        Programs { rttscope: binary.to_owned(), haproxy: None }
+    }
+}
+
+/// A program the process runs under, e.g. `valgrind --tool=callgrind …`: the wrapped
+/// command's program and arguments follow these.
+#[derive(Clone, Debug)]
+pub struct Wrapper {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+}
+
+/// Where clients connect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Tcp(SocketAddr),
+    Unix(PathBuf),
+}
+
+impl Endpoint {
+    /// Options for the fixture user through this endpoint, default database the fixtures'.
+    pub fn opts(&self, db: &TestDb) -> OptsBuilder {
+        match self {
+            Endpoint::Tcp(addr) => db.opts_via(*addr, NATIVE.user, NATIVE.password),
+            // `rtt_native@localhost` has the same password as `@'%'`.
+            Endpoint::Unix(path) => OptsBuilder::default()
+                .socket(Some(path.to_string_lossy()))
+                .user(Some(NATIVE.user))
+                .pass(Some(NATIVE.password))
+                .db_name(Some(DB)),
+        }
+    }
+
+    /// Whether something accepts connections here now.
+    fn accepts(&self) -> bool {
+        match self {
+            Endpoint::Tcp(addr) => TcpStream::connect(addr).is_ok(),
+            Endpoint::Unix(path) => UnixStream::connect(path).is_ok(),
+        }
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Tcp(addr) => write!(f, "{addr}"),
+            Endpoint::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+/// A running proxy (rttscope, the raw pipe or HAProxy); killed on drop.
+pub struct ProxyChild {
+    process: ListeningChild,
+    endpoint: Endpoint,
+    /// The config file and any Unix socket live here, as long as the process.
+    _dir: tempfile::TempDir,
 }
 
 impl std::ops::Deref for ProxyChild {
     type Target = ListeningChild;
     fn deref(&self) -> &ListeningChild {
-        match self {
-            ProxyChild::Rttscope(p) => p,
-            ProxyChild::RawPipe(p) => p,
-        }
+        &self.process
     }
 }
 
 impl std::ops::DerefMut for ProxyChild {
     fn deref_mut(&mut self) -> &mut ListeningChild {
-        match self {
-            ProxyChild::Rttscope(p) => p,
-            ProxyChild::RawPipe(p) => p,
-        }
+        &mut self.process
     }
 }
 
 impl ProxyChild {
-    /// Starts what `scenario` runs (`rttscope` with the scenario's YAML appended to its
-    /// config, or the raw pipe) forwarding to `upstream`, and waits until it accepts
+    /// Starts what `scenario` runs forwarding to `upstream`, and waits until it accepts
     /// connections.
-    pub fn start(rttscope: &Path, upstream: SocketAddr, scenario: &Scenario) -> Result<ProxyChild> {
-        let environment = |command: &mut Command| {
-            command.env("NO_COLOR", "1").envs(scenario.env.iter().map(|(k, v)| (k, v)));
-            // The scenario's `log.level` decides, unless the caller asked for a level on purpose.
-            match std::env::var("RTTSCOPE_BENCH_LOG") {
-                Ok(level) => command.env("RUST_LOG", level),
-                Err(_) => command.env_remove("RUST_LOG"),
-            };
+    pub fn start(programs: &Programs, upstream: SocketAddr, scenario: &Scenario) -> Result<ProxyChild> {
+        Self::start_under(programs, upstream, scenario, None)
+    }
+
+    /// Like [`ProxyChild::start`], run under `wrapper` if given.
+    pub fn start_under(
+        programs: &Programs,
+        upstream: SocketAddr,
+        scenario: &Scenario,
+        wrapper: Option<&Wrapper>,
+    ) -> Result<ProxyChild> {
+        let dir = tempfile::Builder::new().prefix("rttscope-bench-").tempdir()?;
+        let tcp = || Endpoint::Tcp(SocketAddr::from(([127, 0, 0, 1], free_port())));
+        let command = |program: &Path| match wrapper {
+            Some(w) => {
+                let mut command = Command::new(&w.program);
+                command.args(&w.args).arg(program);
+                command
+            }
+            None => Command::new(program),
         };
-        match scenario.program {
-            Program::Rttscope => {
-                let yaml = format!("upstream: {upstream}\n{}", scenario.yaml);
-                ProxyProcess::start_with(rttscope, &yaml, environment).map(ProxyChild::Rttscope)
+        let (mut command, endpoint) = match (scenario.program, scenario.leg) {
+            (Program::Rttscope, leg) => {
+                let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+                let mut command = command(&programs.rttscope);
+                let (endpoint, listen_key) = match leg {
+                    Leg::Tcp => {
+                        let endpoint = tcp();
+                        let key = format!("listen: {endpoint}\n");
+                        (endpoint, key)
+                    }
+                    // In the file, as a user writes it: `--listen` takes only TCP addresses.
+                    Leg::Unix => {
+                        let path = dir.path().join("rttscope.sock");
+                        let key = unix_listen_yaml(&path);
+                        (Endpoint::Unix(path), key)
+                    }
+                };
+                let config = dir.path().join("rttscope.yaml");
+                let yaml =
+                    format!("{listen_key}admin: {admin}\n{}{}", upstream_yaml(upstream, &scenario.tls), scenario.yaml);
+                std::fs::write(&config, yaml).with_context(|| format!("writing {}", config.display()))?;
+                command.arg("--config").arg(&config);
+                (command, endpoint)
             }
-            Program::RawPipe => {
-                let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-                let mut command = Command::new(pipe_binary()?);
-                command.arg("--raw-pipe-listen").arg(listen.to_string());
+            (Program::RawPipe, Leg::Tcp) => {
+                let endpoint = tcp();
+                let mut command = command(&pipe_binary()?);
+                command.arg("--raw-pipe-listen").arg(endpoint.to_string());
                 command.arg("--raw-pipe-upstream").arg(upstream.to_string());
-                environment(&mut command);
-                let ready = || TcpStream::connect(listen).is_ok();
-                ListeningChild::spawn(command, listen, &ready).map(ProxyChild::RawPipe)
+                (command, endpoint)
             }
-        }
+            (Program::Haproxy, leg) => {
+                let binary = programs.haproxy.as_deref().context("HAProxy was left out (--no-haproxy)")?;
+                let endpoint = match leg {
+                    Leg::Tcp => tcp(),
+                    Leg::Unix => Endpoint::Unix(dir.path().join("haproxy.sock")),
+                };
+                let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+                let config = dir.path().join("haproxy.cfg");
+                std::fs::write(&config, haproxy::config(&endpoint, upstream, threads))
+                    .with_context(|| format!("writing {}", config.display()))?;
+                let mut command = command(binary);
+                command.args(haproxy::args(&config));
+                (command, endpoint)
+            }
+            (program, leg) => bail!("scenario {:?}: no process runs {program:?} over {leg:?}", scenario.name),
+        };
+        command.env("NO_COLOR", "1").envs(scenario.env.iter().map(|(k, v)| (k, v)));
+        // The scenario's `log.level` decides, unless the caller asked for a level on purpose.
+        match std::env::var("RTTSCOPE_BENCH_LOG") {
+            Ok(level) => command.env("RUST_LOG", level),
+            Err(_) => command.env_remove("RUST_LOG"),
+        };
+        // `ListeningChild` keeps a TCP address for show; a Unix side's is never dialled.
+        let shown = match &endpoint {
+            Endpoint::Tcp(addr) => *addr,
+            Endpoint::Unix(_) => SocketAddr::from(([127, 0, 0, 1], 0)),
+        };
+        let ready = || endpoint.accepts();
+        let process = ListeningChild::spawn(command, shown, &ready).map_err(|e| match &endpoint {
+            Endpoint::Unix(path) if scenario.program == Program::Rttscope => {
+                e.context(format!("rttscope with `listen: unix:{}` did not start", path.display()))
+            }
+            _ => e,
+        })?;
+        Ok(ProxyChild { process, endpoint, _dir: dir })
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+}
+
+/// rttscope's `upstream` key: the address, and `tls.mode` when the scenario sets it.
+pub fn upstream_yaml(upstream: SocketAddr, tls: &Tls) -> String {
+    match tls.upstream_mode {
+        None => format!("upstream: {upstream}\n"),
+        Some(mode) => format!("upstream:\n  address: {upstream}\n  tls:\n    mode: {mode}\n"),
+    }
+}
+
+/// rttscope's `listen` key for a Unix socket at `path`.
+pub fn unix_listen_yaml(path: &Path) -> String {
+    format!("listen: unix:{}\n", path.display())
+}
+
+/// Fails with a clear message when `rttscope` cannot listen on a Unix socket, as builds
+/// before Unix-socket listening cannot: `rttscope check-config` on a file with `listen:
+/// unix:PATH` (nothing is bound), before the bench starts MariaDB.
+pub fn accepts_unix_listen(rttscope: &Path, path: &Path, scenario: &str) -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("rttscope-bench-probe-").tempdir()?;
+    let config = dir.path().join("rttscope.yaml");
+    std::fs::write(&config, unix_listen_yaml(path)).with_context(|| format!("writing {}", config.display()))?;
+    let out = Command::new(rttscope)
+        .arg("check-config")
+        .arg(&config)
+        .output()
+        .with_context(|| format!("running {}", rttscope.display()))?;
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        bail!(
+            "{} does not accept `listen: unix:PATH` (it has no Unix-socket listener yet): {}\n\
+             Leave out --scenario {scenario}.",
+            rttscope.display(),
+            stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rttscope_config::{Config, ListenAddr, UpstreamTlsMode};
+
+    #[test]
+    fn upstream_tls_mode_is_written_where_rttscope_reads_it() {
+        let upstream = SocketAddr::from(([127, 0, 0, 1], 3306));
+        let read = |tls: Tls| {
+            let yaml = format!("listen: 127.0.0.1:6033\n{}", upstream_yaml(upstream, &tls));
+            Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{yaml}: {e}")).upstream
+        };
+        assert_eq!(read(Tls::PLAIN).tls.mode, UpstreamTlsMode::Preferred, "the default");
+        let required = read(Tls { upstream_mode: Some("required"), ..Tls::UPSTREAM });
+        assert_eq!(
+            (required.tls.mode, required.address.to_string()),
+            (UpstreamTlsMode::Required, "127.0.0.1:3306".into())
+        );
+        assert_eq!(read(Tls { upstream_mode: Some("disabled"), ..Tls::PLAIN }).tls.mode, UpstreamTlsMode::Disabled);
+    }
+
+    #[test]
+    fn unix_listen_is_written_where_rttscope_reads_it() {
+        let path = Path::new("/tmp/rttscope-bench-x/rttscope.sock");
+        let yaml = format!("{}upstream: 127.0.0.1:3306\n", unix_listen_yaml(path));
+        let config = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"));
+        assert_eq!(config.listen.address, [ListenAddr::Unix(path.to_owned())]);
     }
 }

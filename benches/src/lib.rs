@@ -3,23 +3,33 @@
 //!
 //! - [`options`]: the flags, and the [`options::Plan`] they resolve to;
 //! - [`scenario`]: named proxy configs, each raced against direct;
-//! - [`child`]: the proxy under test as a child process, with its CPU time and memory;
+//! - [`child`]: the proxy under test as a child process, where it listens, its CPU and memory;
 //! - [`pipe`]: the raw-pipe baseline relay;
+//! - [`haproxy`]: HAProxy, the peer, and its generated config;
 //! - [`workload`]: a. sequential round trips, b. point selects, c. a large result;
 //! - [`accuracy`]: e. the emulated link (`inject`) measured against its settings;
+//! - [`instructions`]: f. the proxy's instructions per round trip, under callgrind;
 //! - [`stats`]: percentiles, medians, means;
 //! - [`report`]: the Markdown table and the JSON;
-//! - [`run`]: one run, start to end.
+//! - [`run`]: one run, start to end;
+//! - [`matrix`]: the link matrix (`link-matrix`, `scripts/bench.sh --matrix`): buffers ×
+//!   network conditions over the test WAN, each cell's verdict from rttscope.
+//! - [`soak`]: the soak (`rttscope-soak`): many connections for a long while, memory and
+//!   descriptors sampled.
 //!
 //! The codec micro-benchmarks are in `benches/codec.rs` (`cargo bench -p rttscope-benches`).
 
 pub mod accuracy;
 pub mod child;
+pub mod haproxy;
+pub mod instructions;
+pub mod matrix;
 pub mod options;
 pub mod pipe;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod soak;
 pub mod stats;
 pub mod workload;
 

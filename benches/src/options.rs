@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 
 use crate::accuracy::AccuracyPlan;
-use crate::scenario::{self, Scenario};
+use crate::instructions::InstructionPlan;
+use crate::scenario::{self, References, Scenario};
 
 /// End-to-end benchmark: the same workloads against MariaDB directly and through the
 /// rttscope binary, in one run, reported as ratios.
@@ -21,9 +22,9 @@ pub struct Options {
     pub quick: bool,
     /// Workloads to run, comma separated, from a (sequential round trips), b (point selects
     /// on many connections), c (large result), d (rttscope CPU per query), e (the emulated
-    /// link's accuracy). d is measured during b, so asking for either reports both.
-    /// Default: a to d.
-    #[arg(long, value_delimiter = ',', value_name = "a,b,c,d,e")]
+    /// link's accuracy), f (instructions per round trip, under callgrind). d is measured
+    /// during b, so asking for either reports both. Default: a, b, c, d and f.
+    #[arg(long, value_delimiter = ',', value_name = "a,b,c,d,e,f")]
     pub only: Vec<String>,
     /// Also run e: how accurately `inject` emulates RTT, bandwidth and window, as a second
     /// table (a few minutes). `--only e` runs it alone.
@@ -67,6 +68,25 @@ pub struct Options {
     /// Leave out the raw-pipe baseline (a plain tokio relay, run unless this is given).
     #[arg(long)]
     pub no_raw_pipe: bool,
+    /// Leave out HAProxy, the peer (run unless this is given, in TCP mode; with
+    /// `--scenario unix` also bound to a Unix socket).
+    #[arg(long)]
+    pub no_haproxy: bool,
+    /// TLS on the hot path: run against a second private MariaDB that speaks TLS (generated
+    /// certificates) and add the sides `direct-tls` (a TLS client), `upstream-tls` and
+    /// `upstream-plain` (rttscope, plain client, `upstream.tls.mode` `required` and
+    /// `disabled`) and `haproxy-tls` (a TLS client through HAProxy). a to d only.
+    #[arg(long)]
+    pub tls: bool,
+    /// The `haproxy` binary (default: $HAPROXY, else `haproxy` on the PATH or in /usr/sbin).
+    #[arg(long, value_name = "FILE")]
+    pub haproxy: Option<PathBuf>,
+    /// Round trips per measured window of f (instructions per round trip).
+    #[arg(long, value_name = "N")]
+    pub callgrind_round_trips: Option<u64>,
+    /// Measured windows of f per proxy; the median is reported, the spread in the notes.
+    #[arg(long, value_name = "N")]
+    pub callgrind_windows: Option<u32>,
     /// List the built-in scenarios and exit.
     #[arg(long)]
     pub list_scenarios: bool,
@@ -98,13 +118,23 @@ pub enum Workload {
     Cpu,
     /// e: the emulated link's accuracy: rttscope with `inject` against its settings.
     Accuracy,
+    /// f: user-space instructions the proxy executes per round trip, under callgrind.
+    Instructions,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu, Workload::Accuracy];
+    pub const ALL: [Workload; 6] = [
+        Workload::Sequential,
+        Workload::Point,
+        Workload::Large,
+        Workload::Cpu,
+        Workload::Accuracy,
+        Workload::Instructions,
+    ];
     /// What runs without `--only`: e asks a different question (is the emulation faithful,
     /// not what does rttscope cost) and takes minutes, so it runs when asked for.
-    pub const DEFAULT: [Workload; 4] = [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu];
+    pub const DEFAULT: [Workload; 5] =
+        [Workload::Sequential, Workload::Point, Workload::Large, Workload::Cpu, Workload::Instructions];
 
     pub fn letter(self) -> &'static str {
         match self {
@@ -113,6 +143,7 @@ impl Workload {
             Workload::Large => "c",
             Workload::Cpu => "d",
             Workload::Accuracy => "e",
+            Workload::Instructions => "f",
         }
     }
 }
@@ -137,9 +168,15 @@ pub struct Plan {
     /// Runs of workload c per side; the median is reported.
     pub large_runs: u32,
     pub scenarios: Vec<Scenario>,
+    /// Against the private server that speaks TLS (`--tls`).
+    pub tls: bool,
     /// e's probes and counts.
     pub accuracy: AccuracyPlan,
+    /// f's round trips and windows.
+    pub instructions: InstructionPlan,
     pub proxy_bin: Option<PathBuf>,
+    /// `--haproxy`, if given.
+    pub haproxy_bin: Option<PathBuf>,
     pub out_dir: PathBuf,
 }
 
@@ -168,7 +205,8 @@ impl Options {
 
     pub fn plan(&self) -> Result<Plan> {
         let mut workloads: BTreeSet<Workload> = if self.only.is_empty() {
-            Workload::DEFAULT.into_iter().collect()
+            // f counts instructions of the plain relay; a `--tls` run is about a to d.
+            Workload::DEFAULT.into_iter().filter(|w| !self.tls || *w != Workload::Instructions).collect()
         } else {
             self.only.iter().map(|w| parse_workload(w)).collect::<Result<_>>()?
         };
@@ -184,20 +222,37 @@ impl Options {
             quick,
             round_trips: pick(self.round_trips, 20_000, 1_000),
             warmup: pick(self.warmup, 1_000, 100),
-            point_duration: self.duration.unwrap_or(if quick { Duration::from_millis(750) } else { Duration::from_secs(10) }),
+            point_duration: self.duration.unwrap_or(if quick {
+                Duration::from_millis(750)
+            } else {
+                Duration::from_secs(10)
+            }),
             connections: self.connections.unwrap_or(8),
             table_rows: pick(self.table_rows, 100_000, 10_000),
             large_bytes: (large_mb * 1e6) as u64,
             large_row_len,
             rounds: self.rounds.unwrap_or(2),
             large_runs: 3,
-            scenarios: scenario::resolve(&self.scenarios, &self.proxy_configs, !self.no_raw_pipe)?,
+            scenarios: scenario::resolve(
+                &self.scenarios,
+                &self.proxy_configs,
+                References { raw_pipe: !self.no_raw_pipe, haproxy: !self.no_haproxy, tls: self.tls },
+            )?,
+            tls: self.tls,
             accuracy: AccuracyPlan::new(quick, crate::accuracy::toxiproxy::find(self.toxiproxy.as_deref())),
+            instructions: InstructionPlan::new(quick, self.callgrind_round_trips, self.callgrind_windows),
             proxy_bin: self.proxy_bin.clone(),
+            haproxy_bin: self.haproxy.clone(),
             out_dir: self.out_dir.clone().unwrap_or_else(default_out_dir),
         };
         if plan.round_trips == 0 || plan.connections == 0 || plan.table_rows == 0 || plan.rounds == 0 {
             bail!("--round-trips, --connections, --table-rows and --rounds must be at least 1");
+        }
+        if plan.tls && (plan.runs(Workload::Accuracy) || plan.runs(Workload::Instructions)) {
+            bail!("--tls measures a to d; e and f run without it");
+        }
+        if plan.instructions.round_trips == 0 || plan.instructions.windows == 0 {
+            bail!("--callgrind-round-trips and --callgrind-windows must be at least 1");
         }
         if plan.large_bytes < plan.large_row_len {
             bail!("--large-mb must be at least {} bytes", plan.large_row_len);
@@ -218,11 +273,11 @@ fn parse_workload(s: &str) -> Result<Workload> {
     Workload::ALL
         .into_iter()
         .find(|w| w.letter() == letter)
-        .with_context(|| format!("--only: unknown workload {letter:?} (expected a, b, c, d or e)"))
+        .with_context(|| format!("--only: unknown workload {letter:?} (expected a, b, c, d, e or f)"))
 }
 
 /// `10s`, `500ms`, `1m`, or plain seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (number, unit) = s.split_at(s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len()));
     let value: f64 = number.trim().parse().map_err(|_| format!("{s:?} is not a duration like 10s or 500ms"))?;
@@ -264,10 +319,14 @@ mod tests {
         assert!(plan.runs_point() && !plan.runs(Workload::Sequential));
         assert!(Options { only: vec!["x".into()], ..Options::quick() }.plan().is_err());
         let plan = Options { inject: true, ..Options::quick() }.plan()?;
-        assert_eq!(plan.workloads.len(), 5, "--inject adds e to the default a to d");
+        assert_eq!(plan.workloads.len(), 6, "--inject adds e to the default a to d and f");
         assert!(!Options::quick().plan()?.runs(Workload::Accuracy));
         let plan = Options { only: vec!["e".into()], ..Options::quick() }.plan()?;
         assert!(plan.runs(Workload::Accuracy) && !plan.runs_point());
+        let plan = Options { tls: true, ..Options::quick() }.plan()?;
+        assert_eq!(plan.workloads.len(), 4, "--tls runs a to d, not f");
+        assert!(Options { tls: true, only: vec!["f".into()], ..Options::quick() }.plan().is_err());
+        assert!(Options { tls: true, inject: true, ..Options::quick() }.plan().is_err());
         Ok(())
     }
 }

@@ -1,25 +1,26 @@
-//! One bench run: bring up MariaDB and one rttscope per scenario, run each workload on
-//! every side in alternating order, and write the report.
+//! One bench run: bring up MariaDB and one proxy per scenario (rttscope, the raw pipe,
+//! HAProxy), run each workload on every side in alternating order, count instructions
+//! under callgrind, and write the report.
 //!
 //! Every proxy process is owned here, so any error (or the caller dropping this future on
 //! Ctrl-C) kills them; the private MariaDB stops when the process exits.
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, anyhow};
-use mysql_async::OptsBuilder;
-use rttscope_integration_tests::mariadb::{NATIVE, TestDb, URL_ENV};
+use mysql_async::{OptsBuilder, SslOpts};
+use rttscope_integration_tests::mariadb::{NATIVE, TestDb, TlsDb, URL_ENV};
 
-use crate::accuracy;
-use crate::child::{ProxyChild, resolve_binary};
+use crate::child::{self, Endpoint, Programs, ProxyChild, resolve_binary};
+use crate::instructions::{self, InstructionCount, Valgrind};
 use crate::options::{Options, Plan, Workload};
-use crate::scenario::{BUILTIN, Program};
-use crate::report::{Environment, LargeSample, PointSample, Report, SideResult, Settings, rows, utc};
+use crate::report::{Environment, LargeSample, PointSample, Report, Settings, SideResult, rows, utc};
+use crate::scenario::{BUILTIN, Leg, Program};
 use crate::stats::Latency;
 use crate::workload::{fixtures, large, point, sequential};
+use crate::{accuracy, haproxy};
 
 /// Where clients connect for one side of the comparison.
 struct Side {
@@ -38,11 +39,32 @@ pub async fn run(options: &Options) -> Result<Report> {
     let started = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let load_before = load_average();
 
-    // The binary first: a missing one should fail before a MariaDB start-up, not after.
+    // The binaries first: a missing one should fail before a MariaDB start-up, not after.
     let proxy_bin = plan.proxy_bin.clone();
     let binary = tokio::task::spawn_blocking(move || resolve_binary(proxy_bin.as_deref())).await??;
+    let (haproxy_bin, haproxy_version) = if plan.scenarios.iter().any(|s| s.program == Program::Haproxy) {
+        let binary = haproxy::find(plan.haproxy_bin.as_deref())?;
+        let version = haproxy::version(&binary)?;
+        (Some(binary), Some(version))
+    } else {
+        (None, None)
+    };
+    for s in plan.scenarios.iter().filter(|s| s.program == Program::Rttscope && s.leg == Leg::Unix) {
+        let probe = std::env::temp_dir().join("rttscope-bench-probe.sock");
+        child::accepts_unix_listen(&binary, &probe, &s.name)
+            .with_context(|| format!("scenario {:?} needs rttscope to listen on a Unix socket", s.name))?;
+    }
+    let programs = Programs { rttscope: binary.clone(), haproxy: haproxy_bin };
+    let valgrind = plan.runs(Workload::Instructions).then(Valgrind::find).transpose()?;
     progress("starting MariaDB (or using RTTSCOPE_TEST_MYSQL_URL)");
-    let db = tokio::task::spawn_blocking(shared_db).await??;
+    let (db, client_tls) = if plan.tls {
+        let db = tokio::task::spawn_blocking(tls_db).await??;
+        let ca = std::fs::read(&db.certs().ca).with_context(|| format!("reading {}", db.certs().ca.display()))?;
+        let trusting = SslOpts::default().with_root_certs(vec![ca.into()]).with_disable_built_in_roots(true);
+        (&**db, Some(trusting))
+    } else {
+        (tokio::task::spawn_blocking(shared_db).await??, None)
+    };
     let direct_opts = db.opts(NATIVE.user, NATIVE.password);
     if plan.runs_point() || plan.runs(Workload::Large) || plan.runs(Workload::Accuracy) {
         let rows = plan.runs_point().then_some(plan.table_rows);
@@ -56,29 +78,66 @@ pub async fn run(options: &Options) -> Result<Report> {
         label: format!("directly to MariaDB at {}", db.upstream_addr()),
         opts: direct_opts,
         proxy: None,
-        result: SideResult { name: "direct".into(), ..SideResult::default() },
+        result: SideResult::new("direct", Program::Direct, Leg::Tcp),
     }];
-    for scenario in &plan.scenarios {
-        let (binary, upstream, s) = (binary.clone(), db.upstream_addr(), scenario.clone());
-        let proxy = tokio::task::spawn_blocking(move || ProxyChild::start(&binary, upstream, &s))
+    // f starts proxies of its own, under callgrind: alone, it needs none of these.
+    let races = plan.runs(Workload::Sequential)
+        || plan.runs_point()
+        || plan.runs(Workload::Large)
+        || plan.runs(Workload::Accuracy);
+    for scenario in plan.scenarios.iter().filter(|_| races) {
+        let mut result = SideResult::new(&scenario.name, scenario.program, scenario.leg);
+        result.proxy_config = (scenario.program != Program::Direct).then(|| scenario.yaml.clone());
+        result.proxy_env = scenario.env.clone();
+        result.client_tls = plan.tls && scenario.tls.client;
+        result.server_tls = plan.tls && scenario.tls.server;
+        // A TLS client trusts the test CA, whose certificate names 127.0.0.1.
+        let tls_opts = |opts: OptsBuilder| match (&client_tls, scenario.tls.client) {
+            (Some(trusting), true) => opts.ssl_opts(Some(trusting.clone())),
+            _ => opts,
+        };
+        if scenario.program == Program::Direct && scenario.leg == Leg::Tcp {
+            sides.push(Side {
+                label: format!("directly to MariaDB at {} over TLS", db.upstream_addr()),
+                opts: tls_opts(db.opts(NATIVE.user, NATIVE.password)),
+                proxy: None,
+                result,
+            });
+            continue;
+        }
+        if scenario.program == Program::Direct {
+            // MariaDB's own socket: only a server the bench started has one it knows.
+            let socket = db.socket_path().with_context(|| {
+                format!(
+                    "scenario {:?} needs MariaDB's Unix socket, and only a private server's is known \
+                     (unset {URL_ENV})",
+                    scenario.name
+                )
+            })?;
+            let endpoint = Endpoint::Unix(socket.to_owned());
+            sides.push(Side {
+                label: format!("directly to MariaDB at {endpoint}"),
+                opts: endpoint.opts(db),
+                proxy: None,
+                result,
+            });
+            continue;
+        }
+        let (p, upstream, s) = (programs.clone(), db.upstream_addr(), scenario.clone());
+        let proxy = tokio::task::spawn_blocking(move || ProxyChild::start(&p, upstream, &s))
             .await?
             .with_context(|| format!("starting the proxy of scenario {:?}", scenario.name))?;
-        let listen: SocketAddr = proxy.listen();
         let what = match scenario.program {
             Program::Rttscope => "rttscope",
             Program::RawPipe => "the raw pipe",
+            Program::Haproxy => "HAProxy",
+            Program::Direct => "nothing",
         };
         sides.push(Side {
-            label: format!("through {what} ({}) at {listen}", scenario.name),
-            opts: db.opts_via(listen, NATIVE.user, NATIVE.password),
+            label: format!("through {what} ({}) at {}", scenario.name, proxy.endpoint()),
+            opts: tls_opts(proxy.endpoint().opts(db)),
             proxy: Some(proxy),
-            result: SideResult {
-                name: scenario.name.clone(),
-                proxy_config: Some(scenario.yaml.clone()),
-                proxy_env: scenario.env.clone(),
-                baseline: scenario.program == Program::RawPipe,
-                ..SideResult::default()
-            },
+            result,
         });
     }
 
@@ -90,6 +149,21 @@ pub async fn run(options: &Options) -> Result<Report> {
     }
     if plan.runs(Workload::Large) {
         run_large(&plan, &mut sides).await?;
+    }
+    let mut instruction_counts: Vec<InstructionCount> = Vec::new();
+    if let Some(valgrind) = &valgrind {
+        for scenario in instructions::scenarios(&plan.scenarios) {
+            progress(&format!(
+                "f. {} under callgrind: {} × {} round trips",
+                scenario.name, plan.instructions.windows, plan.instructions.round_trips
+            ));
+            let count = instructions::measure(&plan.instructions, valgrind, &programs, db, &scenario, &plan.out_dir)
+                .await
+                .with_context(|| format!("f. instructions per round trip of {:?}", scenario.name))?;
+            progress(&format!("f. {}: {:.0} instructions per round trip", scenario.name, count.per_round_trip));
+            instruction_counts.push(count);
+        }
+        check_alive(&mut sides)?;
     }
     let accuracy = if plan.runs(Workload::Accuracy) {
         // The baseline is rttscope as a user gets it, without injection: the `default` side.
@@ -116,13 +190,20 @@ pub async fn run(options: &Options) -> Result<Report> {
             load_before,
             load_after: load_average(),
             server_version: db.version().to_owned(),
-            server: if db.is_private() { "private".into() } else { URL_ENV.into() },
+            server: match (plan.tls, db.is_private()) {
+                (true, _) => "private, TLS with generated certificates".into(),
+                (false, true) => "private".into(),
+                (false, false) => URL_ENV.into(),
+            },
             rttscope_binary: binary.display().to_string(),
             git: git_revision(),
+            haproxy: haproxy_version,
+            valgrind: valgrind.map(|v| v.version),
         },
         settings: Settings::of(&plan),
-        rows: rows(&plan, direct, scenarios),
+        rows: rows(&plan, direct, scenarios, &instruction_counts),
         sides: results.clone(),
+        instructions: instruction_counts,
         accuracy,
         markdown: String::new(),
     };
@@ -181,8 +262,9 @@ async fn run_point(plan: &Plan, sides: &mut [Side]) -> Result<()> {
             ));
             let clock = side.proxy.as_ref().map(|p| move || p.cpu_time());
             let clock: Option<point::CpuClock<'_>> = clock.as_ref().map(|c| c as point::CpuClock<'_>);
-            let run = point::run(&side.opts, &side.label, plan.connections, plan.table_rows, plan.point_duration, clock)
-                .await?;
+            let run =
+                point::run(&side.opts, &side.label, plan.connections, plan.table_rows, plan.point_duration, clock)
+                    .await?;
             side.result.point_runs.push(PointSample {
                 queries: run.queries,
                 seconds: run.elapsed.as_secs_f64(),
@@ -219,16 +301,27 @@ fn check_alive(sides: &mut [Side]) -> Result<()> {
 /// The harness's server; it panics on failure (tests want that), the bench wants a message.
 fn shared_db() -> Result<&'static TestDb> {
     std::panic::catch_unwind(TestDb::shared).map_err(|panic| {
-        let message = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("(no message)");
+        let message = panic_message(&*panic);
         anyhow!(
             "no MariaDB to benchmark against: {message}\n\
              (install one with scripts/install-deps.sh, or point {URL_ENV} at an existing server)"
         )
     })
+}
+
+/// The harness's server that speaks TLS (`--tls`): always a private one, with its own
+/// certificates.
+fn tls_db() -> Result<&'static TlsDb> {
+    std::panic::catch_unwind(TlsDb::shared)
+        .map_err(|panic| anyhow!("no MariaDB with TLS to benchmark against: {}", panic_message(&*panic)))
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("(no message)")
 }
 
 fn write(dir: &Path, report: &Report) -> Result<()> {

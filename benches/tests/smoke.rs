@@ -18,8 +18,12 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
         table_rows: Some(1_000),
         large_mb: Some(2.0),
         out_dir: Some(out.path().to_owned()),
+        // a to d: f needs valgrind, which the tests do not install (scripts/bench.sh does).
+        only: ["a", "b", "c", "d"].map(String::from).to_vec(),
         // The raw pipe is the rttscope-bench binary in another mode; this test is not it.
         no_raw_pipe: true,
+        // HAProxy is the bench's dependency, not the tests' (scripts/bench.sh installs it).
+        no_haproxy: true,
         // e in its quick form: a few round trips per RTT and a 2 MB result, about 3 s.
         inject: true,
         ..Options::quick()
@@ -58,7 +62,16 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
     assert_eq!(ids[..5], rttscope_ids);
     // Toxiproxy runs when scripts/build-toxiproxy.sh has built it (or $TOXIPROXY_SERVER names it).
     let measured_rows = if accuracy.toxiproxy.is_some() {
-        assert_eq!(ids[5..], ["e.toxiproxy.rtt_1ms", "e.toxiproxy.rtt_15ms", "e.toxiproxy.rtt_80ms", "e.toxiproxy.bandwidth", "e.toxiproxy.window"]);
+        assert_eq!(
+            ids[5..],
+            [
+                "e.toxiproxy.rtt_1ms",
+                "e.toxiproxy.rtt_15ms",
+                "e.toxiproxy.rtt_80ms",
+                "e.toxiproxy.bandwidth",
+                "e.toxiproxy.window"
+            ]
+        );
         9
     } else {
         assert_eq!(ids[5..], ["e.toxiproxy"]);
@@ -77,5 +90,63 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["rows"].as_array().map(Vec::len), Some(report.rows.len()));
     assert_eq!(json["accuracy"]["table"].as_array().map(Vec::len), Some(accuracy.table.len()));
+    Ok(())
+}
+
+/// The Unix-socket leg end to end: rttscope with `listen: unix:PATH` and MariaDB's own
+/// socket, each with a row against direct.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_scenario_runs() -> anyhow::Result<()> {
+    let out = tempfile::tempdir()?;
+    let options = Options {
+        round_trips: Some(200),
+        warmup: Some(20),
+        only: vec!["a".into()],
+        scenarios: vec!["unix".into()],
+        no_raw_pipe: true,
+        no_haproxy: true,
+        out_dir: Some(out.path().to_owned()),
+        ..Options::quick()
+    };
+    let report = run(&options).await?;
+    for scenario in ["default", "unix", "direct-unix"] {
+        let row = report.rows.iter().find(|r| r.id == "a.p50" && r.scenario == scenario);
+        let Some(row) = row else { panic!("no a.p50 row for {scenario} in\n{}", report.markdown) };
+        assert!(row.proxy.is_finite() && row.proxy > 0.0, "{row:?}");
+    }
+    Ok(())
+}
+
+/// `--tls` end to end against the private server that speaks TLS: the TLS sides run, and
+/// those with TLS into MariaDB are compared with `direct-tls`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_run_compares_tls_sides_with_direct_tls() -> anyhow::Result<()> {
+    let out = tempfile::tempdir()?;
+    let options = Options {
+        round_trips: Some(200),
+        warmup: Some(20),
+        large_mb: Some(1.0),
+        only: vec!["a".into(), "c".into()],
+        tls: true,
+        no_raw_pipe: true,
+        no_haproxy: true,
+        out_dir: Some(out.path().to_owned()),
+        ..Options::quick()
+    };
+    let report = run(&options).await?;
+    let find = |id: &str, scenario: &str| {
+        let row = report.rows.iter().find(|r| r.id == id && r.scenario == scenario);
+        row.unwrap_or_else(|| panic!("no {id} row for {scenario} in\n{}", report.markdown)).clone()
+    };
+    let direct_tls = find("a.p50", "direct-tls");
+    for scenario in ["default", "upstream-tls"] {
+        assert_eq!(find("a.p50", scenario).direct, Some(direct_tls.proxy), "{scenario} against direct-tls");
+        assert!(find("c", scenario).proxy > 0.0);
+    }
+    assert_ne!(find("a.p50", "upstream-plain").direct, Some(direct_tls.proxy), "plain against plain direct");
+    let sides = |name: &str| report.sides.iter().find(|s| s.name == name).map(|s| (s.client_tls, s.server_tls));
+    assert_eq!(sides("direct-tls"), Some((true, true)));
+    assert_eq!(sides("upstream-tls"), Some((false, true)));
+    assert_eq!(sides("upstream-plain"), Some((false, false)));
     Ok(())
 }

@@ -32,19 +32,13 @@ impl UpstreamAddr {
 
 impl Default for UpstreamAddr {
     fn default() -> Self {
-        UpstreamAddr {
-            host: Ipv4Addr::LOCALHOST.to_string(),
-            port: 3306,
-        }
+        UpstreamAddr { host: Ipv4Addr::LOCALHOST.to_string(), port: 3306 }
     }
 }
 
 impl From<SocketAddr> for UpstreamAddr {
     fn from(addr: SocketAddr) -> Self {
-        UpstreamAddr {
-            host: addr.ip().to_string(),
-            port: addr.port(),
-        }
+        UpstreamAddr { host: addr.ip().to_string(), port: addr.port() }
     }
 }
 
@@ -59,9 +53,7 @@ fn valid_host(host: &str) -> bool {
             && label.len() <= 63
             && !label.starts_with('-')
             && !label.ends_with('-')
-            && label
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     });
     let numeric = host.bytes().all(|b| b.is_ascii_digit() || b == b'.');
     labels_ok && (!numeric || host.parse::<Ipv4Addr>().is_ok())
@@ -74,16 +66,11 @@ impl FromStr for UpstreamAddr {
         let bad = |reason: &str| ValueError::new("upstream address", input, reason);
         let s = input.trim();
         let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-            let (ip, port) = rest
-                .split_once("]:")
-                .ok_or_else(|| bad("expected [IPv6]:port, e.g. [::1]:3306"))?;
-            ip.parse::<Ipv6Addr>()
-                .map_err(|_| bad("not a valid IPv6 address between the brackets"))?;
+            let (ip, port) = rest.split_once("]:").ok_or_else(|| bad("expected [IPv6]:port, e.g. [::1]:3306"))?;
+            ip.parse::<Ipv6Addr>().map_err(|_| bad("not a valid IPv6 address between the brackets"))?;
             (ip, port)
         } else {
-            let (host, port) = s
-                .rsplit_once(':')
-                .ok_or_else(|| bad("expected host:port, e.g. db.example.com:3306"))?;
+            let (host, port) = s.rsplit_once(':').ok_or_else(|| bad("expected host:port, e.g. db.example.com:3306"))?;
             if host.contains(':') {
                 return Err(bad("put IPv6 addresses in brackets, e.g. [::1]:3306"));
             }
@@ -96,16 +83,12 @@ impl FromStr for UpstreamAddr {
             (host, port)
         };
         let port = match port.parse::<u64>() {
-            Ok(p) => u16::try_from(p)
-                .ok()
-                .filter(|p| *p != 0)
-                .ok_or_else(|| bad("the port must be between 1 and 65535"))?,
+            Ok(p) => {
+                u16::try_from(p).ok().filter(|p| *p != 0).ok_or_else(|| bad("the port must be between 1 and 65535"))?
+            }
             Err(_) => return Err(bad("the port must be a number between 1 and 65535")),
         };
-        Ok(UpstreamAddr {
-            host: host.to_owned(),
-            port,
-        })
+        Ok(UpstreamAddr { host: host.to_owned(), port })
     }
 }
 

@@ -56,10 +56,15 @@ pub struct Problem {
     pub path: String,
     /// Why the value is not acceptable.
     pub message: String,
+    /// 1-based line of the key in the YAML file, when it is there to be found.
+    pub line: Option<usize>,
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
         write!(f, "{}: {}", self.path, self.message)
     }
 }
@@ -78,14 +83,10 @@ impl ConfigError {
     pub fn problems(&self) -> Vec<Problem> {
         match self {
             ConfigError::Problems(list) => list.clone(),
-            ConfigError::Invalid { path, message, .. } => vec![Problem {
-                path: path.clone(),
-                message: message.clone(),
-            }],
-            other => vec![Problem {
-                path: String::new(),
-                message: other.to_string(),
-            }],
+            ConfigError::Invalid { path, message, line } => {
+                vec![Problem { path: path.clone(), message: message.clone(), line: *line }]
+            }
+            other => vec![Problem { path: String::new(), message: other.to_string(), line: None }],
         }
     }
 }
@@ -100,11 +101,7 @@ impl fmt::Display for SourceDisplay<'_> {
         let name = self.name;
         match self.err {
             ConfigError::Io { .. } => write!(f, "{}", self.err),
-            ConfigError::Syntax {
-                line,
-                column,
-                message,
-            } => {
+            ConfigError::Syntax { line, column, message } => {
                 match (name.is_empty(), line, column) {
                     (true, Some(l), Some(c)) => write!(f, "line {l}, column {c}: ")?,
                     (true, Some(l), None) => write!(f, "line {l}: ")?,
@@ -115,11 +112,7 @@ impl fmt::Display for SourceDisplay<'_> {
                 }
                 write!(f, "{message}")
             }
-            ConfigError::Invalid {
-                path,
-                line,
-                message,
-            } => {
+            ConfigError::Invalid { path, line, message } => {
                 match (name.is_empty(), line) {
                     (true, Some(l)) => write!(f, "line {l}: ")?,
                     (false, Some(l)) => write!(f, "{name}:{l}: ")?,
@@ -136,10 +129,13 @@ impl fmt::Display for SourceDisplay<'_> {
                     if i > 0 {
                         writeln!(f)?;
                     }
-                    if !name.is_empty() {
-                        write!(f, "{name}: ")?;
+                    match (name.is_empty(), p.line) {
+                        (false, Some(l)) => write!(f, "{name}:{l}: ")?,
+                        (false, None) => write!(f, "{name}: ")?,
+                        (true, Some(l)) => write!(f, "line {l}: ")?,
+                        (true, None) => {}
                     }
-                    write!(f, "{p}")?;
+                    write!(f, "{}: {}", p.path, p.message)?;
                 }
                 Ok(())
             }
@@ -156,10 +152,7 @@ pub(crate) struct Checker<'a> {
 
 impl<'a> Checker<'a> {
     pub(crate) fn new(out: &'a mut Vec<Problem>) -> Self {
-        Checker {
-            prefix: String::new(),
-            out,
-        }
+        Checker { prefix: String::new(), out }
     }
 
     fn join(&self, key: &str) -> String {
@@ -173,19 +166,13 @@ impl<'a> Checker<'a> {
 
     /// A checker for the section `key` below this one (`[2]` for a list element).
     pub(crate) fn at(&mut self, key: &str) -> Checker<'_> {
-        Checker {
-            prefix: self.join(key),
-            out: self.out,
-        }
+        Checker { prefix: self.join(key), out: self.out }
     }
 
     /// Records that the value at `key` (relative to this checker) is wrong.
     pub(crate) fn problem(&mut self, key: &str, message: impl Into<String>) {
         let path = self.join(key);
-        self.out.push(Problem {
-            path,
-            message: message.into(),
-        });
+        self.out.push(Problem { path, message: message.into(), line: None });
     }
 
     /// Records a problem at `key` unless `ok`.
@@ -196,11 +183,21 @@ impl<'a> Checker<'a> {
     }
 }
 
+impl ConfigError {
+    /// Finds the line of each problem's key in `yaml`, the text it was parsed from.
+    pub(crate) fn with_lines(self, yaml: &str) -> ConfigError {
+        match self {
+            ConfigError::Problems(list) => ConfigError::Problems(
+                list.into_iter()
+                    .map(|p| Problem { line: p.line.or_else(|| crate::parse::line_of(yaml, &p.path)), ..p })
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
 /// Turns collected problems into the result `validate()` returns.
 pub(crate) fn into_result(problems: Vec<Problem>) -> Result<(), ConfigError> {
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(ConfigError::Problems(problems))
-    }
+    if problems.is_empty() { Ok(()) } else { Err(ConfigError::Problems(problems)) }
 }

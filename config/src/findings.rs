@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Checker;
-use crate::units::{Bandwidth, ByteSize, HumanDuration};
+use crate::units::{Bandwidth, ByteSize, HumanDuration, Percent};
 
 /// `findings`: when a pattern is worth reporting, and which links to project costs onto.
 ///
@@ -28,6 +28,12 @@ pub struct FindingsConfig {
     pub pagination: PaginationConfig,
     /// `chatty_session`: a session of many tiny round trips.
     pub chatty: ChattyConfig,
+    /// `connection_churn`: connections opened so often that setting them up is a large
+    /// share of an application's time.
+    pub connection_churn: ConnectionChurnConfig,
+    /// `compression`: a statement whose transfer is bandwidth-bound and whose results
+    /// compress well, while the long hop is not compressed.
+    pub compression: CompressionConfig,
     /// Links to show "what this would cost there" for, in every finding and in the report.
     /// Default: same rack (200us), another data centre (15ms, 34mbit), another region (80ms).
     pub scenarios: Vec<Scenario>,
@@ -42,6 +48,8 @@ impl Default for FindingsConfig {
             fetch: FetchConfig::default(),
             pagination: PaginationConfig::default(),
             chatty: ChattyConfig::default(),
+            connection_churn: ConnectionChurnConfig::default(),
+            compression: CompressionConfig::default(),
             scenarios: Scenario::defaults(),
         }
     }
@@ -51,12 +59,20 @@ impl Default for FindingsConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NPlusOneConfig {
-    /// Fewest back-to-back executions of one fingerprint that count as a loop. At least 2.
+    /// Fewest back-to-back executions of one fingerprint that count as a loop over the rows
+    /// of a parent query (whose result held the values the loop used). At least 2.
     /// Default `5`.
     pub min_repeats: u32,
+    /// Fewest back-to-back executions that count as a loop when no parent query is found:
+    /// fewer is how many workloads simply do a handful of lookups per transaction. At least
+    /// `min_repeats`. Default `20`.
+    pub min_repeats_without_parent: u32,
     /// Largest gap between the end of one execution and the start of the next for them to
     /// belong to the same loop. Greater than 0. Default `100ms`.
     pub max_gap: HumanDuration,
+    /// Most other statements between two executions of one loop (a loop body may run a few
+    /// lookups per row). A transaction's start or end always separates loops. Default `4`.
+    pub max_between: u32,
     /// Executions returning more rows than this are not the "one" of N+1. Default `10`.
     pub max_rows: u64,
     /// Report only when the loop would cost at least this at `reference_rtt`.
@@ -68,7 +84,9 @@ impl Default for NPlusOneConfig {
     fn default() -> Self {
         NPlusOneConfig {
             min_repeats: 5,
+            min_repeats_without_parent: 20,
             max_gap: HumanDuration::from_millis(100),
+            max_between: 4,
             max_rows: 10,
             min_projected_cost: HumanDuration::from_millis(50),
         }
@@ -85,6 +103,9 @@ pub struct RepeatedWriteConfig {
     /// Largest gap between consecutive executions of the run. Greater than 0.
     /// Default `100ms`.
     pub max_gap: HumanDuration,
+    /// Most other statements between two executions of the run. A transaction's start or
+    /// end always separates runs. Default `4`.
+    pub max_between: u32,
     /// Report only when the run would cost at least this at `reference_rtt`.
     /// Default `50ms`.
     pub min_projected_cost: HumanDuration,
@@ -95,6 +116,7 @@ impl Default for RepeatedWriteConfig {
         RepeatedWriteConfig {
             min_repeats: 5,
             max_gap: HumanDuration::from_millis(100),
+            max_between: 4,
             min_projected_cost: HumanDuration::from_millis(50),
         }
     }
@@ -113,10 +135,7 @@ pub struct FetchConfig {
 
 impl Default for FetchConfig {
     fn default() -> Self {
-        FetchConfig {
-            min_rows: 100,
-            min_fetches: 5,
-        }
+        FetchConfig { min_rows: 100, min_fetches: 5 }
     }
 }
 
@@ -135,12 +154,16 @@ impl Default for PaginationConfig {
     }
 }
 
-/// `findings.chatty`.
+/// `findings.chatty`: round trips that do no work on data (pings, `SET`, `SELECT 1`, `SHOW`,
+/// `USE`), dense in time.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ChattyConfig {
-    /// Fewest small round trips in one session that count. At least 1. Default `100`.
+    /// Fewest such round trips within `window` on one connection that count. At least 1.
+    /// Default `100`.
     pub min_round_trips: u32,
+    /// The sliding window they must fall within. Greater than 0. Default `10s`.
+    pub window: HumanDuration,
     /// A round trip moving at most this many bytes (both ways) counts as small.
     /// Default `1KiB`.
     pub max_bytes: ByteSize,
@@ -153,9 +176,48 @@ impl Default for ChattyConfig {
     fn default() -> Self {
         ChattyConfig {
             min_round_trips: 100,
+            window: HumanDuration::from_secs(10),
             max_bytes: ByteSize::kib(1),
             min_projected_cost: HumanDuration::from_millis(500),
         }
+    }
+}
+
+/// `findings.connection_churn`: an application that connects per request, so connection
+/// setup (TCP connect, greeting, auth exchange, TLS) takes a large share of its time.
+/// Judged per application (`user@client-host` and client library) over the recording.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionChurnConfig {
+    /// Fewest connections the application must have opened. At least 2. Default `20`.
+    pub min_connections: u32,
+    /// Least share of the application's time in commands (setups included) that went to
+    /// setting up connections. Default `25%`.
+    pub min_share: Percent,
+}
+
+impl Default for ConnectionChurnConfig {
+    fn default() -> Self {
+        ConnectionChurnConfig { min_connections: 20, min_share: Percent::constant(25.0) }
+    }
+}
+
+/// `findings.compression`: when to suggest compressing the long hop for a statement. Its
+/// results' compressibility is measured on samples (zlib) while the long hop is plain; its
+/// transfer is bandwidth-bound when, at a scenario's bandwidth (or the emulated link's), its
+/// bytes take at least `min_transfer_share` of its projected time there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompressionConfig {
+    /// Least measured ratio of sampled to compressed bytes. At least 1. Default `2.0` (2:1).
+    pub min_ratio: f64,
+    /// Least share of the statement's projected time its transfer takes. Default `50%`.
+    pub min_transfer_share: Percent,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        CompressionConfig { min_ratio: 2.0, min_transfer_share: Percent::constant(50.0) }
     }
 }
 
@@ -187,11 +249,7 @@ impl Scenario {
                 rtt: HumanDuration::from_millis(15),
                 bandwidth: mbit(34),
             },
-            Scenario {
-                name: "another region".to_owned(),
-                rtt: HumanDuration::from_millis(80),
-                bandwidth: None,
-            },
+            Scenario { name: "another region".to_owned(), rtt: HumanDuration::from_millis(80), bandwidth: None },
         ]
     }
 }
@@ -204,6 +262,11 @@ impl FindingsConfig {
         let n = &self.n_plus_one;
         let mut s = c.at("n_plus_one");
         s.require(n.min_repeats >= 2, "min_repeats", "must be at least 2");
+        s.require(
+            n.min_repeats_without_parent >= n.min_repeats,
+            "min_repeats_without_parent",
+            "must be at least min_repeats",
+        );
         s.require(!n.max_gap.is_zero(), "max_gap", positive);
 
         let w = &self.repeated_write;
@@ -213,22 +276,17 @@ impl FindingsConfig {
 
         let mut s = c.at("fetch");
         s.require(self.fetch.min_rows >= 1, "min_rows", "must be at least 1");
-        s.require(
-            self.fetch.min_fetches >= 2,
-            "min_fetches",
-            "must be at least 2",
-        );
+        s.require(self.fetch.min_fetches >= 2, "min_fetches", "must be at least 2");
 
-        c.at("pagination").require(
-            self.pagination.min_pages >= 2,
-            "min_pages",
-            "must be at least 2",
-        );
-        c.at("chatty").require(
-            self.chatty.min_round_trips >= 1,
-            "min_round_trips",
-            "must be at least 1",
-        );
+        c.at("pagination").require(self.pagination.min_pages >= 2, "min_pages", "must be at least 2");
+        let mut s = c.at("chatty");
+        s.require(self.chatty.min_round_trips >= 1, "min_round_trips", "must be at least 1");
+        s.require(!self.chatty.window.is_zero(), "window", positive);
+        let churn = &self.connection_churn;
+        let mut s = c.at("connection_churn");
+        s.require(churn.min_connections >= 2, "min_connections", "must be at least 2");
+        let ratio = self.compression.min_ratio;
+        c.at("compression").require(ratio.is_finite() && ratio >= 1.0, "min_ratio", "must be a number of at least 1");
 
         let mut seen = HashSet::new();
         for (i, scenario) in self.scenarios.iter().enumerate() {

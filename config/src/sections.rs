@@ -1,7 +1,5 @@
-//! The plain config sections: `limits`, `relay`, `log`, `record`, `report` and `link`.
+//! The plain config sections: `limits`, `relay`, `log`, `record`, `sql_view`, `metrics` and `link`.
 
-use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -20,12 +18,27 @@ pub struct LimitsConfig {
     /// gets a MySQL error packet (1429, HY000) naming the upstream and the reason.
     /// Greater than 0. Default `5s`.
     pub connect_timeout: HumanDuration,
-    /// Close a connection after this long with no bytes in either direction; `0` means
-    /// never. Default `8h` (MySQL's own `wait_timeout`).
+    /// How long each step of the connection phase may take once the server is reached
+    /// and has greeted (the client's answer, each TLS handshake, the login exchange); a
+    /// client still listening is told which step stalled. Greater than 0. Default `10s`.
+    pub handshake_timeout: HumanDuration,
+    /// Close a connection idle this long: no command in flight and no bytes either way (a
+    /// long query is never idle). Both legs are closed, as the server itself does at its
+    /// `wait_timeout`; the client's driver sees "server has gone away" on its next use and
+    /// reconnects. `0` means never. Default `8h` (the server's own `wait_timeout`).
     pub idle_timeout: HumanDuration,
+    /// End a command that has waited this long for its response: the client gets an ERR
+    /// (1969, statement timeout) and the connection closes. `0` (the default) means never:
+    /// servers have their own (`max_statement_time`, `max_execution_time`).
+    pub query_timeout: HumanDuration,
     /// On SIGTERM/SIGINT, how long in-flight commands get to finish before their
-    /// connections are closed. Default `10s`.
+    /// connections are closed. A second signal stops at once. Default `10s`.
     pub shutdown_grace: HumanDuration,
+    /// Bytes all connections together may hold in emulated-link buffers beyond their
+    /// fixed `relay.buffer_size` (a delay line holds what is in flight on the emulated
+    /// pipe). Past it, a connection stops reading instead of growing: backpressure, never
+    /// unbounded memory. At least `1MiB`. Default `256MiB`.
+    pub buffer_budget: ByteSize,
 }
 
 impl Default for LimitsConfig {
@@ -33,24 +46,21 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_connections: 1024,
             connect_timeout: HumanDuration::from_secs(5),
+            handshake_timeout: HumanDuration::from_secs(10),
             idle_timeout: HumanDuration::from_secs(8 * 3600),
+            query_timeout: HumanDuration::from_secs(0),
             shutdown_grace: HumanDuration::from_secs(10),
+            buffer_budget: ByteSize::mib(256),
         }
     }
 }
 
 impl LimitsConfig {
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
-        c.require(
-            self.max_connections >= 1,
-            "max_connections",
-            "must be at least 1",
-        );
-        c.require(
-            !self.connect_timeout.is_zero(),
-            "connect_timeout",
-            "must be greater than 0",
-        );
+        c.require(self.max_connections >= 1, "max_connections", "must be at least 1");
+        c.require(!self.connect_timeout.is_zero(), "connect_timeout", "must be greater than 0");
+        c.require(!self.handshake_timeout.is_zero(), "handshake_timeout", "must be greater than 0");
+        c.require(self.buffer_budget >= ByteSize::mib(1), "buffer_budget", "must be at least 1MiB");
     }
 }
 
@@ -61,9 +71,13 @@ pub struct RelayConfig {
     /// Bytes buffered per direction per connection; bounds memory whatever the result size.
     /// `4KiB` to `1MiB`. Default `32KiB`.
     pub buffer_size: ByteSize,
-    /// TCP keepalive idle time on upstream sockets, so a dead path is noticed; `0` turns
-    /// keepalive off. Default `60s`.
+    /// TCP keepalive idle time on both legs' sockets, so a dead peer or path is noticed;
+    /// `0` turns keepalive off. Default `60s`.
     pub keepalive: HumanDuration,
+    /// `TCP_USER_TIMEOUT` on upstream sockets: how long sent data (or keepalive probes) may
+    /// go unacknowledged before the long hop is declared dead, instead of the kernel's
+    /// ~15 minutes of retries. `0` leaves the kernel's. Default `60s`.
+    pub user_timeout: HumanDuration,
     /// `SO_SNDBUF` for upstream sockets. For experiments only: setting it disables the
     /// kernel's send-buffer autotuning, which is exactly what makes long, fast links slow
     /// (one buffer per round trip). Unset (the default) leaves autotuning on.
@@ -79,6 +93,7 @@ impl Default for RelayConfig {
         RelayConfig {
             buffer_size: ByteSize::kib(32),
             keepalive: HumanDuration::from_secs(60),
+            user_timeout: HumanDuration::from_secs(60),
             upstream_sndbuf: None,
             upstream_rcvbuf: None,
         }
@@ -92,15 +107,8 @@ impl RelayConfig {
             "buffer_size",
             format!("must be between 4KiB and 1MiB, not {}", self.buffer_size),
         );
-        for (key, value) in [
-            ("upstream_sndbuf", self.upstream_sndbuf),
-            ("upstream_rcvbuf", self.upstream_rcvbuf),
-        ] {
-            c.require(
-                value != Some(ByteSize(0)),
-                key,
-                "must be greater than 0 (leave it unset for kernel autotuning)",
-            );
+        for (key, value) in [("upstream_sndbuf", self.upstream_sndbuf), ("upstream_rcvbuf", self.upstream_rcvbuf)] {
+            c.require(value != Some(ByteSize(0)), key, "must be greater than 0 (leave it unset for kernel autotuning)");
         }
     }
 }
@@ -114,6 +122,18 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+impl FromStr for LogFormat {
+    type Err = crate::ValueError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            _ => Err(crate::ValueError::new("log format", s, "expected one of: text, json")),
+        }
+    }
 }
 
 /// `log`: what the proxy itself logs (to stderr).
@@ -130,10 +150,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig {
-            level: "info".to_owned(),
-            format: LogFormat::Text,
-        }
+        LogConfig { level: "info".to_owned(), format: LogFormat::Text }
     }
 }
 
@@ -151,9 +168,7 @@ fn check_log_level(filter: &str) -> Result<(), String> {
             Some((target, level)) => {
                 let target = target.trim();
                 !target.is_empty()
-                    && target
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_:-.".contains(&b))
+                    && target.bytes().all(|b| b.is_ascii_alphanumeric() || b"_:-.".contains(&b))
                     && is_level(level)
             }
         };
@@ -196,27 +211,14 @@ pub struct RecordConfig {
 
 impl Default for RecordConfig {
     fn default() -> Self {
-        RecordConfig {
-            enabled: true,
-            max_fingerprints: 1000,
-            event_queue: 65536,
-            max_sql_bytes: ByteSize::kib(64),
-        }
+        RecordConfig { enabled: true, max_fingerprints: 1000, event_queue: 65536, max_sql_bytes: ByteSize::kib(64) }
     }
 }
 
 impl RecordConfig {
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
-        c.require(
-            self.max_fingerprints >= 10,
-            "max_fingerprints",
-            "must be at least 10",
-        );
-        c.require(
-            self.event_queue >= 1024,
-            "event_queue",
-            "must be at least 1024",
-        );
+        c.require(self.max_fingerprints >= 10, "max_fingerprints", "must be at least 10");
+        c.require(self.event_queue >= 1024, "event_queue", "must be at least 1024");
         c.require(
             (ByteSize::kib(1)..=ByteSize::mib(16)).contains(&self.max_sql_bytes),
             "max_sql_bytes",
@@ -225,70 +227,50 @@ impl RecordConfig {
     }
 }
 
-/// Report rendering.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReportFormat {
-    /// The versioned JSON schema.
-    #[default]
-    Json,
-    /// Plain text for terminals.
-    Text,
-    /// A self-contained HTML page.
-    Html,
-}
-
-impl FromStr for ReportFormat {
-    type Err = crate::ValueError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "json" => Ok(ReportFormat::Json),
-            "text" => Ok(ReportFormat::Text),
-            "html" => Ok(ReportFormat::Html),
-            _ => Err(crate::ValueError::new(
-                "report format",
-                s,
-                "expected one of: json, text, html",
-            )),
-        }
-    }
-}
-
-impl fmt::Display for ReportFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ReportFormat::Json => "json",
-            ReportFormat::Text => "text",
-            ReportFormat::Html => "html",
-        })
-    }
-}
-
-/// `report`: the final report written on shutdown.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `sql_view`: statements rttscope answers itself at the SQL prompt, never forwarded
+/// (`SHOW RTTSCOPE STATEMENTS|FINDINGS|LINK|INJECT`, `SET RTTSCOPE key = value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct ReportConfig {
-    /// Write the final report to this file on shutdown. Unset (the default): no file; the
-    /// report is still available from the admin API.
-    pub path: Option<PathBuf>,
-    /// `json`, `text` or `html`. Default `json`.
-    pub format: ReportFormat,
-    /// Include one example statement per fingerprint, with its literal values. Off by
-    /// default: literal values (which may be personal data) never appear in reports unless
-    /// this is `true`.
-    pub examples: bool,
+pub struct SqlViewConfig {
+    /// Answer `SHOW RTTSCOPE ...` for every client. They show statement shapes (never
+    /// literals) and link verdicts of all connections to anyone who can log in through
+    /// rttscope; turn off on a proxy shared by parties who must not see each other's.
+    /// Default `true`.
+    pub enabled: bool,
+    /// Let `SET RTTSCOPE ...` change the emulated link, as `PUT /inject` does, for all
+    /// connections. Default `false`: the admin API alone changes it.
+    pub allow_set: bool,
 }
 
-impl ReportConfig {
+impl Default for SqlViewConfig {
+    fn default() -> Self {
+        SqlViewConfig { enabled: true, allow_set: false }
+    }
+}
+
+/// `metrics`: what `/metrics` exposes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Statements (by total time) that get per-statement series of their own; the rest
+    /// count in one `other` series, so each per-statement family has at most this many plus
+    /// one series. 0 to 10000. Default `100`.
+    pub top_statements: usize,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig { top_statements: 100 }
+    }
+}
+
+impl MetricsConfig {
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
-        if let Some(path) = &self.path {
-            c.require(
-                !path.as_os_str().is_empty(),
-                "path",
-                "must not be empty; leave it unset for no report file",
-            );
-        }
+        c.require(
+            self.top_statements <= 10_000,
+            "top_statements",
+            format!("must be at most 10000 (each is a series per family), not {}", self.top_statements),
+        );
     }
 }
 
@@ -323,21 +305,9 @@ impl Default for LinkConfig {
 
 impl LinkConfig {
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
-        c.require(
-            self.large_transfer.0 > 0,
-            "large_transfer",
-            "must be greater than 0",
-        );
-        c.require(
-            !self.sample_interval.is_zero(),
-            "sample_interval",
-            "must be greater than 0",
-        );
-        c.require(
-            self.expected_rtt.is_none_or(|d| !d.is_zero()),
-            "expected_rtt",
-            "must be greater than 0 when set",
-        );
+        c.require(self.large_transfer.0 > 0, "large_transfer", "must be greater than 0");
+        c.require(!self.sample_interval.is_zero(), "sample_interval", "must be greater than 0");
+        c.require(self.expected_rtt.is_none_or(|d| !d.is_zero()), "expected_rtt", "must be greater than 0 when set");
     }
 }
 
@@ -347,23 +317,10 @@ mod tests {
 
     #[test]
     fn log_levels() {
-        for good in [
-            "info",
-            "DEBUG",
-            "info,rttscope::relay=debug",
-            "warn, h2=off",
-        ] {
+        for good in ["info", "DEBUG", "info,rttscope::relay=debug", "warn, h2=off"] {
             assert!(check_log_level(good).is_ok(), "{good}");
         }
-        for bad in [
-            "",
-            "verbose",
-            "info,",
-            "=debug",
-            "rttscope::relay",
-            "a=b",
-            "x[span]=info",
-        ] {
+        for bad in ["", "verbose", "info,", "=debug", "rttscope::relay", "a=b", "x[span]=info"] {
             assert!(check_log_level(bad).is_err(), "{bad}");
         }
     }

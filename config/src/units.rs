@@ -45,9 +45,7 @@ impl<'a> Number<'a> {
         if s.starts_with('-') {
             return Err(NumberError::Negative);
         }
-        let end = s
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(s.len());
+        let end = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
         let (digits, unit) = s.split_at(end);
         let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
         if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
@@ -56,10 +54,7 @@ impl<'a> Number<'a> {
         // Trailing zeros carry no value; dropping them keeps `1.000000s` from overflowing.
         let frac = frac.trim_end_matches('0');
         // 10^38 is the largest power of ten a u128 holds.
-        let scale = u32::try_from(frac.len())
-            .ok()
-            .filter(|s| *s <= 38)
-            .ok_or(NumberError::TooLarge)?;
+        let scale = u32::try_from(frac.len()).ok().filter(|s| *s <= 38).ok_or(NumberError::TooLarge)?;
         let mut mantissa: u128 = 0;
         for b in int.bytes().chain(frac.bytes()) {
             mantissa = mantissa
@@ -67,11 +62,7 @@ impl<'a> Number<'a> {
                 .and_then(|m| m.checked_add(u128::from(b - b'0')))
                 .ok_or(NumberError::TooLarge)?;
         }
-        Ok(Number {
-            mantissa,
-            scale,
-            unit: unit.trim_start(),
-        })
+        Ok(Number { mantissa, scale, unit: unit.trim_start() })
     }
 
     fn is_zero(&self) -> bool {
@@ -81,22 +72,14 @@ impl<'a> Number<'a> {
     /// `mantissa × multiplier / 10^scale`, or `None` when that is not a whole number; the
     /// outer error is overflow.
     fn times(&self, multiplier: u128) -> Result<Option<u128>, NumberError> {
-        let product = self
-            .mantissa
-            .checked_mul(multiplier)
-            .ok_or(NumberError::TooLarge)?;
+        let product = self.mantissa.checked_mul(multiplier).ok_or(NumberError::TooLarge)?;
         let divisor = 10u128.pow(self.scale);
         Ok((product % divisor == 0).then_some(product / divisor))
     }
 }
 
 /// Writes `value` in the largest of `units` (largest first) that divides it exactly.
-fn write_in_units(
-    f: &mut fmt::Formatter<'_>,
-    value: u128,
-    units: &[(&str, u128)],
-    fallback: &str,
-) -> fmt::Result {
+fn write_in_units(f: &mut fmt::Formatter<'_>, value: u128, units: &[(&str, u128)], fallback: &str) -> fmt::Result {
     for (name, size) in units {
         if value.is_multiple_of(*size) {
             return write!(f, "{}{name}", value / size);
@@ -146,13 +129,8 @@ const NS_PER_MS: u128 = 1_000_000;
 const NS_PER_S: u128 = 1_000_000_000;
 
 /// Units a duration prints in, largest first.
-const DURATION_UNITS: &[(&str, u128)] = &[
-    ("h", 3600 * NS_PER_S),
-    ("m", 60 * NS_PER_S),
-    ("s", NS_PER_S),
-    ("ms", NS_PER_MS),
-    ("us", NS_PER_US),
-];
+const DURATION_UNITS: &[(&str, u128)] =
+    &[("h", 3600 * NS_PER_S), ("m", 60 * NS_PER_S), ("s", NS_PER_S), ("ms", NS_PER_MS), ("us", NS_PER_US)];
 
 /// A duration written with a unit: `250us` (or `250µs`), `15ms`, `1.5s`, `2m`, `8h`; `0` alone
 /// needs no unit. `ns` is accepted too so that every `Duration` has a form that parses back.
@@ -222,10 +200,7 @@ impl FromStr for HumanDuration {
             "ns" => 1,
             _ => return Err(bad(garbage)),
         };
-        let nanos = n
-            .times(per_unit)
-            .map_err(|_| bad("too large"))?
-            .ok_or_else(|| bad("finer than a nanosecond"))?;
+        let nanos = n.times(per_unit).map_err(|_| bad("too large"))?.ok_or_else(|| bad("finer than a nanosecond"))?;
         let secs = u64::try_from(nanos / NS_PER_S).map_err(|_| bad("too large"))?;
         // The remainder is below 10^9, so it fits a u32.
         let sub = (nanos % NS_PER_S) as u32;
@@ -300,13 +275,9 @@ impl FromStr for ByteSize {
             NumberError::TooLarge => bad("too large"),
         })?;
         let per_unit = size_multiplier(n.unit).ok_or_else(|| bad(garbage))?;
-        let bytes = n
-            .times(per_unit)
-            .map_err(|_| bad("too large"))?
-            .ok_or_else(|| bad("not a whole number of bytes"))?;
-        u64::try_from(bytes)
-            .map(ByteSize)
-            .map_err(|_| bad("too large"))
+        let bytes =
+            n.times(per_unit).map_err(|_| bad("too large"))?.ok_or_else(|| bad("not a whole number of bytes"))?;
+        u64::try_from(bytes).map(ByteSize).map_err(|_| bad("too large"))
     }
 }
 
@@ -315,11 +286,7 @@ impl fmt::Display for ByteSize {
         if self.0 == 0 {
             return f.write_str("0B");
         }
-        let units = [
-            ("GiB", u128::from(GIB)),
-            ("MiB", u128::from(MIB)),
-            ("KiB", u128::from(KIB)),
-        ];
+        let units = [("GiB", u128::from(GIB)), ("MiB", u128::from(MIB)), ("KiB", u128::from(KIB))];
         write_in_units(f, u128::from(self.0), &units, "B")
     }
 }
@@ -382,8 +349,7 @@ impl FromStr for Bandwidth {
 
     fn from_str(input: &str) -> Result<Self, ValueError> {
         let bad = |reason: &str| ValueError::new("bandwidth", input, reason);
-        let garbage =
-            "expected a number with a unit (kbit, mbit, gbit, or bytes per second such as 10MB/s)";
+        let garbage = "expected a number with a unit (kbit, mbit, gbit, or bytes per second such as 10MB/s)";
         let n = Number::split(input).map_err(|e| match e {
             NumberError::Negative => bad("must not be negative"),
             NumberError::Malformed => bad(garbage),
@@ -408,11 +374,7 @@ impl FromStr for Bandwidth {
 
 impl fmt::Display for Bandwidth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let units = [
-            ("gbit", 1_000_000_000),
-            ("mbit", 1_000_000),
-            ("kbit", 1_000),
-        ];
+        let units = [("gbit", 1_000_000_000), ("mbit", 1_000_000), ("kbit", 1_000)];
         write_in_units(f, u128::from(self.0), &units, "bit")
     }
 }
@@ -427,12 +389,15 @@ impl Percent {
     /// All of it.
     pub const FULL: Percent = Percent(100.0);
 
+    /// A default written in the code, from 0 to 100 (not checked: no input reaches it).
+    pub(crate) const fn constant(value: f64) -> Percent {
+        Percent(value)
+    }
+
     /// `value` percent; `None` unless it is a number from 0 to 100.
     pub fn new(value: f64) -> Option<Self> {
         // `+ 0.0` turns -0 into 0 so it prints as `0%`.
-        (0.0..=100.0)
-            .contains(&value)
-            .then_some(Percent(value + 0.0))
+        (0.0..=100.0).contains(&value).then_some(Percent(value + 0.0))
     }
 
     /// The percentage, 0 to 100.
@@ -458,15 +423,9 @@ impl FromStr for Percent {
     fn from_str(input: &str) -> Result<Self, ValueError> {
         let s = input.trim();
         let s = s.strip_suffix('%').unwrap_or(s).trim_end();
-        let value: f64 = s.parse().map_err(|_| {
-            ValueError::new(
-                "percentage",
-                input,
-                "expected a number from 0 to 100, e.g. 25%",
-            )
-        })?;
-        Percent::new(value)
-            .ok_or_else(|| ValueError::new("percentage", input, "must be between 0 and 100"))
+        let value: f64 =
+            s.parse().map_err(|_| ValueError::new("percentage", input, "expected a number from 0 to 100, e.g. 25%"))?;
+        Percent::new(value).ok_or_else(|| ValueError::new("percentage", input, "must be between 0 and 100"))
     }
 }
 

@@ -4,7 +4,7 @@
 //! observations, so these may stop early but never fail; what they return
 //! must point into the payload and render as the literal a query would have.
 
-use rttscope::protocol::binary::{binary_row, execute_params, read_value, text_row, Param};
+use rttscope::protocol::binary::{Param, binary_row, execute_params, read_value, text_row};
 
 use super::Input;
 
@@ -23,7 +23,7 @@ pub fn run(data: &[u8]) {
     // Twice: the second execute reuses whatever types the first left.
     for _ in 0..2 {
         let mut seen = 0;
-        execute_params(payload, count, &mut types, |p| {
+        execute_params(payload, count, &mut types, false, |p| {
             seen += 1;
             check(p, payload);
         });
@@ -66,7 +66,10 @@ fn check(p: Param<'_>, payload: &[u8]) {
         Param::Int { .. } => {
             let text = std::str::from_utf8(p.canonical().expect("integers have a literal")).expect("ASCII digits");
             assert!(text.parse::<i128>().is_ok() && text.len() <= 20, "{text:?}");
-            assert!(!text.starts_with('+') && !text.starts_with("-0") && (text == "0" || !text.starts_with('0')), "{text:?}");
+            assert!(
+                !text.starts_with('+') && !text.starts_with("-0") && (text == "0" || !text.starts_with('0')),
+                "{text:?}"
+            );
         }
         Param::Null | Param::Other => assert_eq!(p.canonical(), None),
     }

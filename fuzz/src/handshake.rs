@@ -1,11 +1,12 @@
-//! `HandshakeV10` and `HandshakeResponse41` on arbitrary payloads, and
-//! masking: a masked packet must keep its length, change only capability
-//! bytes, and parse again to the same packet minus the masked bits — the
-//! relay forwards the masked bytes, and the auth exchange after them is
-//! relayed byte for byte, so a mask that moved anything would break logins.
+//! `HandshakeV10` and `HandshakeResponse41` on arbitrary payloads, and their
+//! rewriting for the other leg: a greeting keeps its length and changes only
+//! capability bytes; a response changes only capability bytes and its zstd
+//! level — both parse again to the same packet with the new capabilities. The
+//! relay forwards rewritten packets, so a rewrite that moved anything else
+//! would break logins.
 
-use rttscope::protocol::constants::capability::{CLIENT_MYSQL, CLIENT_PLUGIN_AUTH, MASKED};
-use rttscope::protocol::handshake::{negotiated, HandshakeResponse41, HandshakeV10};
+use rttscope::protocol::constants::capability::{CLIENT_MYSQL, CLIENT_PLUGIN_AUTH, MASKED, PER_LEG};
+use rttscope::protocol::handshake::{HandshakeResponse41, HandshakeV10, negotiated};
 
 use super::Input;
 
@@ -36,7 +37,7 @@ fn greeting(payload: &[u8], mask: u64) -> Option<u64> {
     // from; the relay never masks it.
     let mask = mask & !CLIENT_MYSQL;
     let mut masked = payload.to_vec();
-    parsed.mask(&mut masked, mask);
+    parsed.set_capabilities(&mut masked, before.capabilities & !mask);
     assert_eq!(masked.len(), payload.len());
     assert!(changed(payload, &masked) <= GREETING_CAP_BYTES, "mask touched more than capability bytes");
     assert_eq!(parsed.capabilities, before.capabilities & !mask);
@@ -53,16 +54,27 @@ fn greeting(payload: &[u8], mask: u64) -> Option<u64> {
 fn response(payload: &[u8], mask: u64) -> Option<u64> {
     let mut parsed = HandshakeResponse41::parse(payload).ok()?;
     let before = parsed.clone();
-    // Only bits of MASKED, as the relay does: others (CLIENT_PROTOCOL_41,
-    // the auth-data encodings) change how the rest of the packet is read.
-    let mask = mask & MASKED;
-    let mut masked = payload.to_vec();
-    parsed.mask(&mut masked, mask);
-    assert_eq!(masked.len(), payload.len());
-    assert!(changed(payload, &masked) <= RESPONSE_CAP_BYTES, "mask touched more than capability bytes");
-    let again = HandshakeResponse41::parse(&masked).expect("a masked handshake response parses again");
-    assert_eq!(again.capabilities, before.capabilities & !mask);
+    // Only bits the relay changes (MASKED, and the per-leg TLS and compression
+    // bits): others (CLIENT_PROTOCOL_41, the auth-data encodings) change how the
+    // rest of the packet is read. The relay never sets CLIENT_SSL on a response.
+    let flip = mask & (MASKED | PER_LEG) & !rttscope::protocol::constants::capability::CLIENT_SSL;
+    let caps = before.capabilities ^ flip;
+    let level = (mask >> 56) as u8;
+    let mut rewritten = payload.to_vec();
+    parsed.rewrite(&mut rewritten, caps, Some(level));
+    let common = payload.len().min(rewritten.len());
+    assert!(
+        changed(&payload[..common], &rewritten[..common]) <= RESPONSE_CAP_BYTES + 1,
+        "touched more than capabilities"
+    );
+    let again = HandshakeResponse41::parse(&rewritten).expect("a rewritten handshake response parses again");
+    // What the rewrite says it wrote is what the packet says: the asked-for capabilities,
+    // less MariaDB's extended bits when CLIENT_MYSQL leaves them no room.
+    let representable = if caps & CLIENT_MYSQL == 0 { caps } else { caps & u64::from(u32::MAX) };
+    assert_eq!(parsed.capabilities, representable);
+    assert_eq!(again.capabilities, parsed.capabilities);
     assert_eq!((&again.user, &again.schema, &again.auth_plugin), (&before.user, &before.schema, &before.auth_plugin));
+    assert_eq!(again.attributes, before.attributes);
     Some(parsed.capabilities)
 }
 

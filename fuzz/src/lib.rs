@@ -7,7 +7,9 @@
 //! replays every kept crash and the seeds. A found case therefore stays a
 //! regression test without copying the harness.
 
+pub mod admin_inject;
 pub mod binary;
+pub mod compress;
 pub mod fingerprint;
 pub mod framing;
 pub mod handshake;

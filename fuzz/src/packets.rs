@@ -4,7 +4,7 @@
 //! rttscope builds read back as built).
 
 use rttscope::protocol::packets::{
-    column_type, err_packet, is_terminator, lenenc_int, terminator_status, u16_at, u32_at, ErrPacket, OkPacket,
+    ErrPacket, OkPacket, column_type, err_packet, is_terminator, lenenc_int, terminator_status, u16_at, u32_at,
 };
 
 use super::Input;

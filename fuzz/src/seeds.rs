@@ -6,15 +6,19 @@
 
 use rttscope::protocol::constants::capability::*;
 use rttscope::protocol::constants::command::*;
-use rttscope::protocol::wire::{column_def, eof, err, ok, ok_eof, packet, query, text_row};
+use rttscope::protocol::test_util::{column_def, eof, err, ok, ok_eof, packet, query, text_row};
 
 /// MariaDB 10.11.19's greeting payload (from `protocol/handshake/tests.rs`).
 const GREETING: &str = "0a352e352e352d31302e31312e31392d4d6172696144422d302b64656231327531003400000057692a325a526b4400fef72d0200ff81150000000000001d0000005250772b6b5d6c2b2e45524c006d7973716c5f6e61746976655f70617373776f726400";
 /// The `mariadb` CLI's handshake response to it.
 const RESPONSE: &str = "84a2bf000000100021000000000000000000000000000000000000001d000000726f6f7400006d7973716c5f6e61746976655f70617373776f7264007f035f6f73054c696e75780c5f636c69656e745f6e616d650a6c69626d617269616462045f7069640531363036310f5f636c69656e745f76657273696f6e06332e332e3230095f706c6174666f726d067838365f36340c70726f6772616d5f6e616d65056d7973716c0c5f7365727665725f686f7374093132372e302e302e31";
 
-const MARIADB_CLI_CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_MULTI_RESULTS | CLIENT_PS_MULTI_RESULTS
-    | CLIENT_LOCAL_FILES | MARIADB_CLIENT_PROGRESS | MARIADB_CLIENT_CACHE_METADATA;
+const MARIADB_CLI_CAPS: u64 = CLIENT_PROTOCOL_41
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PS_MULTI_RESULTS
+    | CLIENT_LOCAL_FILES
+    | MARIADB_CLIENT_PROGRESS
+    | MARIADB_CLIENT_CACHE_METADATA;
 const DEPRECATE_EOF_CAPS: u64 = CLIENT_PROTOCOL_41 | CLIENT_MULTI_RESULTS | CLIENT_DEPRECATE_EOF | CLIENT_MYSQL;
 
 /// Every seed as (target, name, bytes).
@@ -36,6 +40,15 @@ pub fn all() -> Vec<(&'static str, &'static str, Vec<u8>)> {
     add("packets", "column", [vec![0, 1, 0, 1], column_def(2, "emp_no")[4..].to_vec()].concat());
     add("packets", "err", [vec![20, 0, 0, 0], err(1, 1064)[4..].to_vec()].concat());
 
+    // A zlib frame of eight queries (MySQL's own compress()), then a raw one.
+    let zlib = [
+        0x78, 0x9c, 0xe3, 0x64, 0x60, 0x60, 0x60, 0x2e, 0x4e, 0xcd, 0x49, 0x4d, 0x2e, 0x51, 0x30, 0xe4, 0xa4, 0x1d,
+        0x07, 0x00, 0x89, 0x08, 0x16, 0xe9,
+    ];
+    let frames = [vec![24, 0, 0, 0, 104, 0, 0], zlib.to_vec(), vec![5, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0x0e]].concat();
+    add("compress", "zlib", [vec![0, 2, 3, 7, 9, 1], frames.clone()].concat());
+    add("compress", "zstd_garbage", [vec![5, 0], frames].concat());
+
     add("binary", "execute", binary_execute());
     add("binary", "row", binary_row());
 
@@ -52,6 +65,20 @@ pub fn all() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ("truncated", "INSERT INTO t VALUES (1, 'abc'), (2, 'de"),
     ] {
         add("fingerprint", name, sql.as_bytes().to_vec());
+    }
+
+    for (name, body) in [
+        ("link", r#"{"rtt": "15ms", "jitter": "2ms", "bandwidth": "34mbit", "window": "64KiB"}"#),
+        (
+            "directions",
+            r#"{"to_client": {"delay": "60s", "jitter": "1s", "bandwidth": "1kbit"}, "to_upstream": {"delay": "0"}}"#,
+        ),
+        ("scope", r#"{"rtt": "5ms", "scope": {"users": ["app"], "schemas": ["shop"], "percent": "25%"}}"#),
+        ("huge", r#"{"rtt": "18446744073709551615s", "window": "16EiB", "bandwidth": "1bit"}"#),
+        ("loss", r#"{"rtt": "20ms", "loss": "50%", "to_upstream": {"loss": "0.001%"}, "window": "512B"}"#),
+        ("host", "localhost:6070"),
+    ] {
+        add("admin_inject", name, body.as_bytes().to_vec());
     }
     seeds
 }

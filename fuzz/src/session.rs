@@ -10,7 +10,8 @@
 //! `8 * (k % 32 + 1)` times (`MAX_REPEAT` at most) for the next byte `k`, so
 //! a short input can pipeline past the pending bound or stream many rows.
 //!
-//! Errors end the conversation, as they end a connection. Checked: no panic;
+//! Nothing ends the conversation: what the state machine cannot follow it
+//! reports as a desync and resynchronises, as the relay keeps forwarding. Checked: no panic;
 //! the pending queue stays within its bound when, like the relay, the
 //! harness reads the client only while `accepts_commands()`; a command's
 //! captured payload stays within the capture limit; and `command`/`finished`
@@ -19,8 +20,9 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use rttscope::protocol::framing::{PacketScanner, PREFIX_LEN};
-use rttscope::protocol::session::{ColumnOf, CommandPacket, Observer, Session, Summary, CONNECT};
+use rttscope::live::LiveConnection;
+use rttscope::protocol::framing::{PREFIX_LEN, PacketScanner};
+use rttscope::protocol::session::{CONNECT, ColumnOf, CommandPacket, Identity, Observer, Session, Summary};
 use rttscope::record::{EventSink, Recorder, RecorderSettings};
 use tokio::time::Instant;
 
@@ -44,11 +46,12 @@ pub fn run(data: &[u8]) {
     let response_seq = input.u8();
 
     let (sink, _events) = EventSink::channel(64);
-    let settings = RecorderSettings { examples: true, large_transfer: 4096, sample_interval_us: 1000, rmem_max: None };
-    let recorder = Recorder::new(1, sink, Arc::default(), Instant::now(), settings);
+    let settings = RecorderSettings { examples: true };
+    let live = Arc::new(LiveConnection::new(1, "fuzz".into(), 0));
+    let recorder = Recorder::new(1, sink, live, Instant::now(), settings);
     let mut obs = Checker { recorder, in_flight: VecDeque::new(), capture_bound: capture_limit.max(PREFIX_LEN) };
     let mut conn = Conn {
-        session: Session::after_handshake(caps, 80, response_seq, 100, capture_limit, &mut obs),
+        session: Session::after_handshake(Identity::default(), caps, 80, response_seq, 100, capture_limit, &mut obs),
         client: PacketScanner::new(),
         upstream: PacketScanner::new(),
         backlog: VecDeque::new(),
@@ -66,9 +69,10 @@ pub fn run(data: &[u8]) {
         previous = Some(record);
         for _ in 0..times {
             let (upstream, bytes) = record;
-            let result = if upstream { conn.upstream(bytes, &mut obs) } else { conn.client(bytes, &mut obs) };
-            if result.is_err() {
-                return;
+            if upstream {
+                conn.upstream(bytes, &mut obs);
+            } else {
+                conn.client(bytes, &mut obs);
             }
         }
     }
@@ -83,26 +87,26 @@ struct Conn {
 }
 
 impl Conn {
-    fn client(&mut self, bytes: &[u8], obs: &mut Checker) -> Result<(), ()> {
+    fn client(&mut self, bytes: &[u8], obs: &mut Checker) {
         self.backlog.extend(bytes);
-        self.drain_client(obs)
+        self.drain_client(obs);
     }
 
-    fn upstream(&mut self, bytes: &[u8], obs: &mut Checker) -> Result<(), ()> {
-        self.upstream.scan(bytes, &mut self.session.upstream(obs)).map_err(drop)?;
+    fn upstream(&mut self, bytes: &[u8], obs: &mut Checker) {
+        self.upstream.scan(bytes, &mut self.session.upstream(obs));
+        self.session.upstream_at_boundary(self.upstream.at_boundary());
         self.check(obs);
         // Answers make room: the relay would read the client again.
-        self.drain_client(obs)
+        self.drain_client(obs);
     }
 
-    fn drain_client(&mut self, obs: &mut Checker) -> Result<(), ()> {
+    fn drain_client(&mut self, obs: &mut Checker) {
         while !self.backlog.is_empty() && self.session.accepts_commands() {
             let n = self.backlog.len().min(CLIENT_READ);
             let chunk: Vec<u8> = self.backlog.drain(..n).collect();
-            self.client.scan(&chunk, &mut self.session.client(obs)).map_err(drop)?;
+            self.client.scan(&chunk, &mut self.session.client(obs));
             self.check(obs);
         }
-        Ok(())
     }
 
     fn check(&self, obs: &Checker) {
@@ -129,7 +133,12 @@ impl Observer for Checker {
     }
 
     fn command(&mut self, c: &CommandPacket<'_>) {
-        assert!(c.payload.len() <= self.capture_bound, "captured {} bytes, limit {}", c.payload.len(), self.capture_bound);
+        assert!(
+            c.payload.len() <= self.capture_bound,
+            "captured {} bytes, limit {}",
+            c.payload.len(),
+            self.capture_bound
+        );
         assert!(c.payload.len() as u64 <= c.len, "captured more than the command carried");
         self.in_flight.push_back(c.command);
         self.recorder.command(c);
@@ -161,5 +170,10 @@ impl Observer for Checker {
             assert_eq!(oldest, summary.command, "finished out of order");
         }
         self.recorder.finished(summary);
+    }
+
+    fn desync(&mut self, reason: &'static str) {
+        assert!(!reason.is_empty());
+        self.recorder.desync(reason);
     }
 }

@@ -6,8 +6,8 @@ the connection (no connection ids, ports or timings).
 
 Covers: COM_STMT_PREPARE/EXECUTE/CLOSE with every column type as parameters
 and as binary result rows (NULLs, extremes, a 17 MiB value that splits into
-several packets both ways), executemany (COM_STMT_BULK_EXECUTE straight to
-the server; rttscope masks bulk, so the connector falls back), stored
+several packets both ways), executemany (COM_STMT_BULK_EXECUTE, carried
+through rttscope as straight to the server), stored
 procedures with OUT parameters (several binary result sets), COM_CHANGE_USER,
 COM_RESET_CONNECTION, COM_PING, COM_DEBUG, KILL of another connection, and errors.
 """

@@ -24,10 +24,7 @@ fn repo() -> &'static Path {
 pub fn python() -> Result<PathBuf> {
     let python = repo().join("target/test-venv/bin/python");
     if !python.exists() {
-        bail!(
-            "{} not found: run scripts/install-deps.sh to create the test venv",
-            python.display()
-        );
+        bail!("{} not found: run scripts/install-deps.sh to create the test venv", python.display());
     }
     Ok(python)
 }
@@ -56,18 +53,10 @@ pub fn conn_args(addr: SocketAddr, account: Account) -> Vec<String> {
 /// a non-zero exit is an error that carries both streams.
 pub fn run_python<S: AsRef<std::ffi::OsStr>>(script_name: &str, args: &[S]) -> Result<String> {
     let mut cmd = Command::new(python()?);
-    cmd.arg(script(script_name))
-        .args(args)
-        .env("PYTHONIOENCODING", "utf-8")
-        .env("PYTHONHASHSEED", "0");
+    cmd.arg(script(script_name)).args(args).env("PYTHONIOENCODING", "utf-8").env("PYTHONHASHSEED", "0");
     let out = run(cmd, Duration::from_secs(300))?;
     if !out.status.success() {
-        bail!(
-            "{script_name} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-            out.status,
-            out.stdout,
-            out.stderr
-        );
+        bail!("{script_name} failed ({}):\n--- stdout\n{}\n--- stderr\n{}", out.status, out.stdout, out.stderr);
     }
     Ok(out.stdout)
 }
@@ -103,18 +92,8 @@ pub fn wait_with_output(mut child: Child, limit: Duration) -> Result<Output> {
             String::from_utf8_lossy(&buf).into_owned()
         })
     };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
+    let stdout = drain(child.stdout.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
+    let stderr = drain(child.stderr.take().map(|s| Box::new(s) as Box<dyn Read + Send>));
     let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -123,29 +102,19 @@ pub fn wait_with_output(mut child: Child, limit: Duration) -> Result<Output> {
         if Instant::now() > deadline {
             let _ = child.kill();
             let _ = child.wait();
-            let (out, err) = (
-                stdout.join().unwrap_or_default(),
-                stderr.join().unwrap_or_default(),
-            );
+            let (out, err) = (stdout.join().unwrap_or_default(), stderr.join().unwrap_or_default());
             bail!("still running after {limit:?}; killed\n--- stdout\n{out}\n--- stderr\n{err}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let join = |h: std::thread::JoinHandle<String>| {
-        h.join().map_err(|_| anyhow!("reader thread panicked"))
-    };
-    Ok(Output {
-        status,
-        stdout: join(stdout)?,
-        stderr: join(stderr)?,
-    })
+    let join = |h: std::thread::JoinHandle<String>| h.join().map_err(|_| anyhow!("reader thread panicked"));
+    Ok(Output { status, stdout: join(stdout)?, stderr: join(stderr)? })
 }
 
 /// The first of `names` on `PATH` or in `/usr/bin`.
 fn find_tool(names: &[&str]) -> Result<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     dirs.push(PathBuf::from("/usr/bin"));
     names
         .iter()
@@ -195,10 +164,7 @@ pub fn direct_and_proxied<T>(workload: impl Fn(SocketAddr) -> T) -> (T, T) {
     let proxy = TestProxy::start();
     let proxied = workload(proxy.addr());
     let errors = proxy.stats().protocol_errors.load(Ordering::Relaxed);
-    assert_eq!(
-        errors, 0,
-        "rttscope closed {errors} connection(s) on a protocol error (see its log)"
-    );
+    assert_eq!(errors, 0, "rttscope closed {errors} connection(s) on a protocol error (see its log)");
     (direct, proxied)
 }
 
@@ -208,16 +174,8 @@ pub fn assert_same(what: &str, direct: &str, proxied: &str) {
         return;
     }
     let (d, p): (Vec<&str>, Vec<&str>) = (direct.lines().collect(), proxied.lines().collect());
-    let i = d
-        .iter()
-        .zip(&p)
-        .position(|(a, b)| a != b)
-        .unwrap_or(d.len().min(p.len()));
-    let line = |v: &[&str]| {
-        v.get(i)
-            .map(|l| l.chars().take(400).collect::<String>())
-            .unwrap_or("<end>".into())
-    };
+    let i = d.iter().zip(&p).position(|(a, b)| a != b).unwrap_or(d.len().min(p.len()));
+    let line = |v: &[&str]| v.get(i).map(|l| l.chars().take(400).collect::<String>()).unwrap_or("<end>".into());
     let whole = match direct.len() + proxied.len() < 8000 {
         true => format!("\n--- direct\n{direct}\n--- proxied\n{proxied}"),
         false => String::new(),
@@ -246,13 +204,7 @@ pub fn mask_digits(text: &str, markers: &[&str]) -> String {
         }
         out
     };
-    let lines = text.lines().map(|l| {
-        if markers.iter().any(|m| l.contains(m)) {
-            mask(l)
-        } else {
-            l.to_string()
-        }
-    });
+    let lines = text.lines().map(|l| if markers.iter().any(|m| l.contains(m)) { mask(l) } else { l.to_string() });
     lines.collect::<Vec<_>>().join("\n")
 }
 
@@ -262,7 +214,7 @@ pub fn is_mariadb() -> bool {
     let db = TestDb::shared();
     let yes = db.version().contains("MariaDB");
     if !yes {
-        eprintln!("skipped: server {} is not MariaDB", db.version());
+        crate::skip(format!("server {} is not MariaDB", db.version()));
     }
     yes
 }

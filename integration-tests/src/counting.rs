@@ -41,7 +41,11 @@ pub async fn counting_relay(target: SocketAddr) -> (SocketAddr, Counters) {
     (addr, counters)
 }
 
-async fn pipe(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, count: Arc<AtomicU64>) {
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    count: Arc<AtomicU64>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match from.read(&mut buf).await {

@@ -25,6 +25,16 @@ pub enum Script {
     /// command and answer it with `response`; then close at once if
     /// `then_close`, else wait for the peer to close.
     AfterLogin { greeting: Vec<u8>, response: Vec<u8>, then_close: bool },
+    /// Send `greeting`, read the handshake response, then answer nothing until the peer
+    /// closes: a server that hangs mid-login.
+    StallAfterLogin { greeting: Vec<u8> },
+    /// Send `greeting`, then reset the connection (`SO_LINGER` 0: an RST, no FIN) — a
+    /// server that crashed or a middlebox that killed the flow mid-handshake.
+    GreetThenReset(Vec<u8>),
+    /// Send `greeting`, read the handshake response, answer OK, read one command, answer it
+    /// with `response` and shut down the write side (FIN) only, then keep reading until the
+    /// peer closes: a server half-closing after its last answer.
+    HalfCloseAfterResponse { greeting: Vec<u8>, response: Vec<u8> },
 }
 
 /// How one connection ended, as the fake saw it.
@@ -40,6 +50,9 @@ pub enum Ending {
 /// end when their peers close).
 pub struct FakeUpstream {
     addr: SocketAddr,
+    /// The listener again, to wake the acceptor on drop: a connect to `addr` cannot reach a
+    /// listener in another network namespace.
+    listener: TcpListener,
     stop: Arc<AtomicBool>,
     endings: Arc<(Mutex<Vec<Option<Ending>>>, Condvar)>,
     acceptor: Option<JoinHandle<()>>,
@@ -80,8 +93,17 @@ pub fn capture_greeting(server: SocketAddr) -> io::Result<Vec<u8>> {
 impl FakeUpstream {
     /// Listens on 127.0.0.1:0; the `n`th accepted connection (from 0) plays `script(n)`.
     pub fn start(script: impl Fn(usize) -> Script + Send + 'static) -> io::Result<FakeUpstream> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        FakeUpstream::start_on(TcpListener::bind("127.0.0.1:0")?, script)
+    }
+
+    /// Like [`start`](Self::start) on a listener of the caller's, e.g. one made inside a
+    /// network namespace.
+    pub fn start_on(
+        listener: TcpListener,
+        script: impl Fn(usize) -> Script + Send + 'static,
+    ) -> io::Result<FakeUpstream> {
         let addr = listener.local_addr()?;
+        let waker = listener.try_clone()?;
         let stop = Arc::new(AtomicBool::new(false));
         let endings: Arc<(Mutex<Vec<Option<Ending>>>, Condvar)> = Arc::default();
         let (stop2, endings2) = (stop.clone(), endings.clone());
@@ -105,7 +127,7 @@ impl FakeUpstream {
                 });
             }
         })?;
-        Ok(FakeUpstream { addr, stop, endings, acceptor: Some(acceptor) })
+        Ok(FakeUpstream { addr, listener: waker, stop, endings, acceptor: Some(acceptor) })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -134,7 +156,9 @@ impl FakeUpstream {
 impl Drop for FakeUpstream {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wake the blocking accept so the thread sees the flag.
+        // Wake the blocking accept so the thread sees the flag: shutting a listening
+        // socket down makes accept(2) fail at once on Linux, wherever the socket lives.
+        let _ = socket2::SockRef::from(&self.listener).shutdown(Shutdown::Both);
         let _ = TcpStream::connect(self.addr);
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
@@ -163,7 +187,34 @@ fn play(mut stream: TcpStream, script: Script) -> io::Result<Ending> {
             }
             wait_for_close(&mut stream)
         }
+        Script::StallAfterLogin { greeting } => {
+            stream.write_all(&greeting)?;
+            let _handshake_response = read_packet(&mut stream)?;
+            wait_for_close(&mut stream)
+        }
+        Script::GreetThenReset(greeting) => {
+            stream.write_all(&greeting)?;
+            reset(stream)?;
+            Ok(Ending::ClosedByScript)
+        }
+        Script::HalfCloseAfterResponse { greeting, response } => {
+            stream.write_all(&greeting)?;
+            let (seq, _handshake_response) = read_packet(&mut stream)?;
+            stream.write_all(&ok_packet(seq.wrapping_add(1)))?;
+            let _command = read_packet(&mut stream)?;
+            stream.write_all(&response)?;
+            stream.shutdown(Shutdown::Write)?;
+            wait_for_close(&mut stream)
+        }
     }
+}
+
+/// Closes `stream` with an RST instead of a FIN: `SO_LINGER` with a zero timeout makes
+/// close(2) discard what is unsent and reset the connection.
+pub fn reset(stream: TcpStream) -> io::Result<()> {
+    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO))?;
+    drop(stream);
+    Ok(())
 }
 
 /// Reads and discards until the peer closes.

@@ -13,20 +13,31 @@ use anyhow::{Context, Result, bail};
 
 use crate::wan::WanLink;
 
+/// Names another `rttscope` binary to test instead of this workspace's: how a regression
+/// test is shown to fail on the code before its fix.
+pub const BINARY_ENV: &str = "RTTSCOPE_TEST_BINARY";
+
 /// The `rttscope` binary of this workspace, built on first use if the test
-/// run did not build it already (`cargo test -p` of this crate alone).
+/// run did not build it already (`cargo test -p` of this crate alone), or the one
+/// [`BINARY_ENV`] names.
 pub fn rttscope_binary() -> Result<&'static Path> {
     static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BINARY
-        .get_or_init(|| find_or_build("rttscope").map_err(|e| format!("{e:#}")))
+        .get_or_init(|| match std::env::var_os(BINARY_ENV) {
+            Some(path) => Ok(PathBuf::from(path)),
+            None => find_or_build("rttscope").map_err(|e| format!("{e:#}")),
+        })
         .as_deref()
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn find_or_build(name: &str) -> Result<PathBuf> {
-    // Test executables live in target/<profile>/deps; binaries one level up.
+    // Test executables live in target/<profile>/deps; binaries one level up, beside other
+    // binaries (a benchmark's, run with `cargo run`).
     let exe = std::env::current_exe().context("current_exe")?;
-    let profile_dir = exe.parent().and_then(Path::parent).context("test binary has no target dir")?;
+    let exe_dir = exe.parent().context("test binary has no target dir")?;
+    let profile_dir = if exe_dir.ends_with("deps") { exe_dir.parent() } else { Some(exe_dir) };
+    let profile_dir = profile_dir.context("test binary has no target dir")?;
     let candidate = profile_dir.join(name);
     let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
     let mut build = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
@@ -48,6 +59,15 @@ fn find_or_build(name: &str) -> Result<PathBuf> {
 /// A free TCP port on 127.0.0.1 (bound, then released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// A listen and an admin address on free loopback ports, never the same one: both are held
+/// while the second is chosen (two calls of [`free_port`] can return one port twice, and
+/// rttscope then refuses to start: "admin.address: must differ from listen").
+pub fn free_listen_and_admin() -> (SocketAddr, SocketAddr) {
+    let bind = || TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let (a, b) = (bind(), bind());
+    (a.local_addr().expect("bound"), b.local_addr().expect("bound"))
 }
 
 /// A child process that listens on an address: its stderr kept as a log,
@@ -111,7 +131,9 @@ impl ListeningChild {
     pub fn signal(&self, signal: i32) -> io::Result<()> {
         let pid = libc::pid_t::try_from(self.child.id()).map_err(|_| io::Error::other("pid out of range"))?;
         // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
-        if unsafe { libc::kill(pid, signal) } == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+        #[allow(unsafe_code)]
+        let sent = unsafe { libc::kill(pid, signal) };
+        if sent == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
     }
 
     /// Waits up to `timeout` for the process to exit.
@@ -188,6 +210,7 @@ fn stat_ticks(pid: u32) -> Result<Duration> {
     let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).context("utime/stime");
     let total = ticks(11)? + ticks(12)?;
     // SAFETY: sysconf has no preconditions.
+    #[allow(unsafe_code)]
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Ok(Duration::from_secs_f64(total as f64 / hz as f64))
 }
@@ -223,10 +246,41 @@ impl ProxyProcess {
     /// Like [`start`](Self::start) with another rttscope binary, and a last
     /// word on the command (environment, say) before it runs.
     pub fn start_with(binary: &Path, yaml: &str, configure: impl FnOnce(&mut Command)) -> Result<ProxyProcess> {
-        let listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
-        let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let (listen, admin) = free_listen_and_admin();
         let ready = || TcpStream::connect(listen).is_ok();
         Self::launch(Command::new(binary), yaml, (listen, admin), &ready, configure)
+    }
+
+    /// Like [`start_with`](Self::start_with) with this workspace's binary, and `admin_keys`
+    /// (indented lines such as `"  token_file: /x\n"`) in the `admin` section below its
+    /// free-port address.
+    pub fn start_with_admin(
+        admin_keys: &str,
+        yaml: &str,
+        configure: impl FnOnce(&mut Command),
+    ) -> Result<ProxyProcess> {
+        let (listen, admin) = free_listen_and_admin();
+        let ready = || TcpStream::connect(listen).is_ok();
+        // Without keys, the shorthand: a config every rttscope reads, old ones included.
+        let admin_yaml = match admin_keys {
+            "" => format!("admin: {admin}\n"),
+            keys => format!("admin:\n  address: {admin}\n{keys}"),
+        };
+        let yaml = format!("listen: {listen}\n{admin_yaml}{yaml}");
+        Self::launch_config(Command::new(rttscope_binary()?), &yaml, (listen, admin), &ready, configure)
+    }
+
+    /// Like [`start`](Self::start), listening on the Unix socket `socket` (with
+    /// `listen.socket_mode`, if given) as well as on TCP (the readiness probe uses TCP).
+    pub fn start_with_unix(socket: &Path, socket_mode: Option<&str>, yaml: &str) -> Result<ProxyProcess> {
+        let (listen, admin) = free_listen_and_admin();
+        let ready = || TcpStream::connect(listen).is_ok();
+        let mut listen_yaml = format!("listen:\n  address: [\"{listen}\", \"unix:{}\"]\n", socket.display());
+        if let Some(mode) = socket_mode {
+            listen_yaml.push_str(&format!("  socket_mode: \"{mode}\"\n"));
+        }
+        let yaml = format!("{listen_yaml}{yaml}");
+        Self::launch_as(Command::new(rttscope_binary()?), &yaml, (listen, admin), &ready, |_| {}, false)
     }
 
     /// Like [`start`](Self::start), but inside network namespace `ns` of `link` (through
@@ -244,6 +298,33 @@ impl ProxyProcess {
     /// Runs `command` (the binary, possibly behind a prefix) with a config file and waits
     /// until `ready` says it accepts connections.
     fn launch(
+        command: Command,
+        yaml: &str,
+        addrs: (SocketAddr, SocketAddr),
+        ready: &dyn Fn() -> bool,
+        configure: impl FnOnce(&mut Command),
+    ) -> Result<ProxyProcess> {
+        Self::launch_as(command, yaml, addrs, ready, configure, true)
+    }
+
+    /// [`launch`](Self::launch), writing `listen` into the config only if `write_listen`
+    /// (else `yaml` has its own).
+    fn launch_as(
+        command: Command,
+        yaml: &str,
+        (listen, admin): (SocketAddr, SocketAddr),
+        ready: &dyn Fn() -> bool,
+        configure: impl FnOnce(&mut Command),
+        write_listen: bool,
+    ) -> Result<ProxyProcess> {
+        let listen_line = if write_listen { format!("listen: {listen}\n") } else { String::new() };
+        let yaml = format!("{listen_line}admin: {admin}\n{yaml}");
+        Self::launch_config(command, &yaml, (listen, admin), ready, configure)
+    }
+
+    /// Writes `yaml` as the whole config file, runs `command` with it, and waits until
+    /// `ready`.
+    fn launch_config(
         mut command: Command,
         yaml: &str,
         (listen, admin): (SocketAddr, SocketAddr),
@@ -252,7 +333,7 @@ impl ProxyProcess {
     ) -> Result<ProxyProcess> {
         let dir = tempfile::Builder::new().prefix("rttscope-proc-").tempdir()?;
         let config = dir.path().join("rttscope.yaml");
-        fs::write(&config, format!("listen: {listen}\nadmin: {admin}\n{yaml}"))?;
+        fs::write(&config, yaml)?;
         command
             .arg("--config")
             .arg(&config)

@@ -8,9 +8,10 @@ use std::thread::JoinHandle;
 
 use rttscope::admin::AdminState;
 use rttscope::app::Rttscope;
+use rttscope::cli::admin_client::AdminClient;
 use rttscope::record::Aggregates;
 use rttscope::relay::RelayStats;
-use rttscope_config::Config;
+use rttscope_config::{AdminConfig, AdminToken, Config};
 use tokio::sync::oneshot;
 
 use crate::mariadb::TestDb;
@@ -23,11 +24,17 @@ pub struct TestProxy {
     thread: Option<JoinHandle<()>>,
 }
 
-/// A config for tests: ephemeral ports, the shared test server upstream.
+/// The admin token of [`test_config`]: changes through the admin API need one.
+pub const TEST_ADMIN_TOKEN: &str = "rttscope-test-admin-token";
+
+/// A config for tests: ephemeral ports, the shared test server upstream, an admin token.
 pub fn test_config() -> Config {
     Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)),
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
+        admin: AdminConfig {
+            token: Some(AdminToken::new(TEST_ADMIN_TOKEN)),
+            ..AdminConfig::from(SocketAddr::from(([127, 0, 0, 1], 0)))
+        },
         upstream: TestDb::shared().upstream_addr().into(),
         ..Config::default()
     }
@@ -52,9 +59,18 @@ impl TestProxy {
                     .expect("runtime for the proxy under test");
                 runtime.block_on(async move {
                     let rttscope = Rttscope::bind(Arc::new(config)).await.expect("rttscope binds");
-                    let addrs = (rttscope.mysql_addr().expect("bound"), rttscope.admin_addr().expect("bound"), rttscope.state());
+                    let addrs = (
+                        rttscope.mysql_addr().expect("bound"),
+                        rttscope.admin_addr().expect("bound"),
+                        rttscope.state(),
+                    );
                     ready_tx.send(addrs).expect("test is waiting");
-                    rttscope.run(async { let _ = stopped.await; }).await.expect("rttscope runs");
+                    rttscope
+                        .run(async {
+                            let _ = stopped.await;
+                        })
+                        .await
+                        .expect("rttscope runs");
                 });
             })
             .expect("spawn proxy thread");
@@ -73,6 +89,11 @@ impl TestProxy {
     /// The admin API's address.
     pub fn admin(&self) -> SocketAddr {
         self.admin
+    }
+
+    /// A client of the admin API that shows [`TEST_ADMIN_TOKEN`].
+    pub fn admin_client(&self) -> AdminClient {
+        AdminClient::new(&format!("http://{}", self.admin), Some(TEST_ADMIN_TOKEN))
     }
 
     /// What the admin API serves, for tests that read it directly.

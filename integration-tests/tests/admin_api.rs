@@ -5,13 +5,13 @@
 use std::process::Command;
 use std::time::Duration;
 
-use mysql_async::prelude::*;
 use mysql_async::Conn;
-use rttscope::admin::client;
+use mysql_async::prelude::*;
+use rttscope::cli::admin_client as client;
 use rttscope::report::Report;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use rttscope_integration_tests::process::rttscope_binary;
-use rttscope_integration_tests::proxy::{test_config, TestProxy};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
 
 async fn connect(proxy: &TestProxy) -> Conn {
     Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await.expect("connect")
@@ -26,7 +26,8 @@ const SECRET: &str = "hunter2-not-for-reports";
 async fn run_secret_query(proxy: &TestProxy) {
     let mut conn = connect(proxy).await;
     let _: Option<u8> = conn.query_first(format!("SELECT 1 FROM DUAL WHERE '{SECRET}' = 'x'")).await.unwrap();
-    proxy.wait_for("the secret query", |a| a.queries().iter().any(|q| q.text.contains("from dual where")).then_some(()));
+    proxy
+        .wait_for("the secret query", |a| a.queries().iter().any(|q| q.text.contains("from dual where")).then_some(()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,8 +72,7 @@ async fn reset_forgets_what_was_recorded() {
     let mut conn = connect(&proxy).await;
     conn.query_drop("DO 42").await.unwrap();
     proxy.wait_for("DO 42", |a| a.queries().iter().any(|q| q.text.as_ref() == "do ?").then_some(()));
-    let reset = ureq::post(&format!("http://{}/reset", proxy.admin())).send_empty().unwrap();
-    assert_eq!(reset.status(), 200);
+    proxy.admin_client().post_json("/reset", "{}").expect("reset");
     let report: Report = serde_json::from_str(&admin_get(&proxy, "/report")).unwrap();
     assert!(report.queries.is_empty(), "{:?}", report.queries);
     assert_eq!(report.totals.commands, 0);
@@ -98,17 +98,29 @@ async fn final_report_is_written_at_shutdown_and_renders_from_file() {
     assert_eq!(report.schema_version, rttscope::report::SCHEMA_VERSION);
     assert!(report.queries.iter().any(|q| q.fingerprint == "select ?"), "{:?}", report.queries);
     // Every record was applied before the file was written: the quit is in it.
-    assert!(report.queries.iter().any(|q| q.fingerprint == "COM_QUIT"));
+    assert!(report.queries.iter().any(|q| q.fingerprint == "COM_QUIT"), "{:#?}", report.connections);
 
     let binary = rttscope_binary().unwrap();
-    for (format, expect) in [("text", "# Profile"), ("html", "<svg"), ("json", "\"schema_version\": 1")] {
+    let version = format!("\"schema_version\": {}", rttscope::report::SCHEMA_VERSION);
+    for (format, expect) in [("text", "# Profile"), ("html", "<svg"), ("json", version.as_str())] {
         let out = Command::new(binary).args(["report", "--format", format]).arg(&path).output().unwrap();
         assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stdout).contains(expect), "{format}");
     }
+    // A report of another schema version is refused by its version, not by some field.
+    let older = path.with_extension("v1.json");
+    std::fs::write(&older, std::fs::read_to_string(&path).unwrap().replacen(&version, "\"schema_version\": 1", 1))
+        .unwrap();
+    let out = Command::new(binary).args(["report"]).arg(&older).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("has report schema 1, this rttscope reads schema"));
     let out = Command::new(binary).args(["report", "--admin", "http://127.0.0.1:9"]).output().unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach the admin API"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot reach the admin API"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,11 +13,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use rttscope_integration_tests::clients::{
-    self, Output, assert_same, direct_and_proxied, is_mariadb, mask_digits,
-};
+use rttscope_integration_tests::clients::{self, Output, assert_same, direct_and_proxied, is_mariadb, mask_digits};
 use rttscope_integration_tests::mariadb::{ADMIN, DB, ED25519, NATIVE, OTHER, TestDb};
 use rttscope_integration_tests::proxy::TestProxy;
+use rttscope_integration_tests::skip;
 
 const LIMIT: Duration = Duration::from_secs(120);
 
@@ -36,11 +35,7 @@ fn admin_sql(sql: &str) -> String {
 fn python(script: &str, addr: SocketAddr, mode: &[&str], extra: &[(&str, &str)]) -> String {
     let mut args: Vec<String> = mode.iter().map(|s| s.to_string()).collect();
     args.extend(clients::conn_args(addr, NATIVE));
-    args.extend(
-        extra
-            .iter()
-            .flat_map(|(flag, value)| [flag.to_string(), value.to_string()]),
-    );
+    args.extend(extra.iter().flat_map(|(flag, value)| [flag.to_string(), value.to_string()]));
     clients::run_python(script, &args).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
@@ -55,23 +50,14 @@ fn server_side_cursor_fetches_match_direct() {
     if !is_mariadb() {
         return;
     }
-    let setup = python(
-        "cursor_fetch.py",
-        TestDb::shared().upstream_addr(),
-        &["setup"],
-        &[],
-    );
+    let setup = python("cursor_fetch.py", TestDb::shared().upstream_addr(), &["setup"], &[]);
     assert!(setup.contains("setup rows=10000"), "{setup}");
     // capi: Connector/C asks for N rows a COM_STMT_FETCH; connector: Connector/Python, one row a
     // fetch unbuffered, all rows in one fetch buffered.
-    for mode in [
-        &["capi", "--prefetch", "100"][..],
-        &["capi", "--prefetch", "1"],
-        &["connector"],
-        &["connector", "--buffered"],
-    ] {
-        let (direct, proxied) =
-            direct_and_proxied(|addr| python("cursor_fetch.py", addr, mode, &[]));
+    for mode in
+        [&["capi", "--prefetch", "100"][..], &["capi", "--prefetch", "1"], &["connector"], &["connector", "--buffered"]]
+    {
+        let (direct, proxied) = direct_and_proxied(|addr| python("cursor_fetch.py", addr, mode, &[]));
         assert_same(&format!("cursor_fetch.py {mode:?}"), &direct, &proxied);
         assert!(direct.contains("rows=10000"), "{direct}");
         let fetches: u64 = direct
@@ -96,15 +82,9 @@ fn connector_python_binary_protocol_matches_direct() {
         ("--admin-user", ADMIN.user),
         ("--admin-password", ADMIN.password),
     ];
-    let (direct, proxied) =
-        direct_and_proxied(|addr| python("mariadb_suite.py", addr, &[], &users));
+    let (direct, proxied) = direct_and_proxied(|addr| python("mariadb_suite.py", addr, &[], &users));
     assert_same("mariadb_suite.py", &direct, &proxied);
-    for expected in [
-        "binary row (5,",
-        "callproc result 3 outparams=True",
-        "changed user to ('rtt_other')",
-        "done",
-    ] {
+    for expected in ["binary row (5,", "callproc result 3 outparams=True", "changed user to ('rtt_other')", "done"] {
         assert!(direct.contains(expected), "{expected:?} missing:\n{direct}");
     }
 }
@@ -158,33 +138,20 @@ fn pymysql_transcript_matches_direct() {
 
 /// A script with `\G`, DELIMITER, a procedure returning two result sets, multi-statements,
 /// warnings, `use` (COM_INIT_DB), LOAD DATA LOCAL INFILE, `status` (COM_STATISTICS) and an error
-/// that `--force` steps over. With `--compress` the client asks for compression, which rttscope
-/// cannot carry and masks: through it the session runs uncompressed, with the same output.
+/// that `--force` steps over. With `--compress` both legs are compressed (rttscope mirrors the
+/// client's compression; tests/compression.rs checks each leg), with the same output.
 #[test]
 fn mariadb_cli_script_matches_direct() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("load.tsv");
-    std::fs::write(
-        &data,
-        "1\tone\t2024-01-01\n2\ttwo ü😀\t\\N\n3\tthree\t2024-03-03\n",
-    )
-    .unwrap();
+    std::fs::write(&data, "1\tone\t2024-01-01\n2\ttwo ü😀\t\\N\n3\tthree\t2024-03-03\n").unwrap();
     let script = dir.path().join("script.sql");
     let sql = include_str!("../python/cli_script.sql").replace("@DATA@", &data.to_string_lossy());
     std::fs::write(&script, sql).unwrap();
     for extra in [None, Some("--compress")] {
-        let ((stdout, stderr), proxied) =
-            direct_and_proxied(|addr| cli_script(addr, &script, extra));
-        assert_same(
-            &format!("mariadb CLI {extra:?} stdout"),
-            &stdout,
-            &proxied.0,
-        );
-        assert_same(
-            &format!("mariadb CLI {extra:?} stderr"),
-            &stderr,
-            &proxied.1,
-        );
+        let ((stdout, stderr), proxied) = direct_and_proxied(|addr| cli_script(addr, &script, extra));
+        assert_same(&format!("mariadb CLI {extra:?} stdout"), &stdout, &proxied.0);
+        assert_same(&format!("mariadb CLI {extra:?} stderr"), &stderr, &proxied.1);
         assert!(stderr.contains("ERROR 1146 (42S02)"), "{stderr}");
         for expected in [
             "| ü😀 ",
@@ -204,32 +171,11 @@ fn mariadb_cli_script_matches_direct() {
 fn cli_script(addr: SocketAddr, script: &std::path::Path, extra: Option<&str>) -> (String, String) {
     let db = TestDb::shared();
     let mut cmd = db.mariadb_cli(addr, ADMIN.user, ADMIN.password, Some(DB));
-    cmd.args([
-        "--table",
-        "--force",
-        "--show-warnings",
-        "--default-character-set=utf8mb4",
-    ])
-    .args(extra);
-    cmd.stdin(File::open(script).unwrap())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(["--table", "--force", "--show-warnings", "--default-character-set=utf8mb4"]).args(extra);
+    cmd.stdin(File::open(script).unwrap()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let out = clients::wait_with_output(cmd.spawn().unwrap(), LIMIT).unwrap();
     assert!(out.status.success(), "{}", out.stderr);
-    // `status` says whether the protocol is compressed: only where it really is.
-    let stdout: String = out
-        .stdout
-        .lines()
-        .filter(|l| !l.starts_with("Protocol:"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    (
-        mask_digits(
-            &stdout,
-            &["Connection id:", "TCP port:", "Uptime:", "Threads:"],
-        ),
-        out.stderr,
-    )
+    (mask_digits(&out.stdout, &["Connection id:", "TCP port:", "Uptime:", "Threads:"]), out.stderr)
 }
 
 /// COM_FIELD_LIST: the interactive CLI sends one for every table of the current database to
@@ -246,10 +192,7 @@ fn cli_auto_rehash_field_lists_match_direct() {
            third_col DATETIME(3) DEFAULT CURRENT_TIMESTAMP(3), ü_col TEXT, {} ); \
          CREATE OR REPLACE TABLE {rehash_db}.rh_small (id INT PRIMARY KEY); \
          CREATE OR REPLACE VIEW {rehash_db}.rh_view AS SELECT zz_unique_column AS view_col FROM {rehash_db}.rh_wide",
-        (0..200)
-            .map(|i| format!("c{i:03} INT"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        (0..200).map(|i| format!("c{i:03} INT")).collect::<Vec<_>>().join(", ")
     ));
     let cli = clients::mariadb_cli_binary().unwrap();
     let (direct, proxied) = direct_and_proxied(|addr| {
@@ -260,21 +203,9 @@ fn cli_auto_rehash_field_lists_match_direct() {
             "SELECT rh_view.v\\t",
             "SELECT zz_u\\t FROM rh_wide;\\n",
         ];
-        let mut args: Vec<String> = steps
-            .iter()
-            .flat_map(|s| ["--step", s])
-            .map(String::from)
-            .collect();
+        let mut args: Vec<String> = steps.iter().flat_map(|s| ["--step", s]).map(String::from).collect();
         args.extend(["--".into(), cli.to_string_lossy().into_owned()]);
-        args.extend(
-            [
-                "--no-defaults",
-                "--protocol=TCP",
-                "--skip-ssl",
-                "--auto-rehash",
-            ]
-            .map(String::from),
-        );
+        args.extend(["--no-defaults", "--protocol=TCP", "--skip-ssl", "--auto-rehash"].map(String::from));
         args.extend([
             format!("--host={}", addr.ip()),
             format!("--port={}", addr.port()),
@@ -282,8 +213,7 @@ fn cli_auto_rehash_field_lists_match_direct() {
             format!("--password={}", ADMIN.password),
             rehash_db.to_string(),
         ]);
-        let transcript =
-            clients::run_python("pty_session.py", &args).unwrap_or_else(|e| panic!("{e:#}"));
+        let transcript = clients::run_python("pty_session.py", &args).unwrap_or_else(|e| panic!("{e:#}"));
         mask_digits(&transcript, &["connection id is", " sec)"])
     });
     assert_same("interactive mariadb CLI", &direct, &proxied);
@@ -319,44 +249,25 @@ fn mariadb_admin_matches_direct() {
     ] {
         let (direct, proxied) = direct_and_proxied(|addr| {
             let out = admin(addr, args);
-            format!(
-                "exit {:?}\n{}\n--- stderr\n{}",
-                out.status.code(),
-                out.stdout,
-                out.stderr
-            )
+            format!("exit {:?}\n{}\n--- stderr\n{}", out.status.code(), out.stdout, out.stderr)
         });
         assert_same(&format!("mariadb-admin {args:?}"), &direct, &proxied);
     }
     // Counters and uptime move between two runs: the same shape, with the numbers masked.
     let (direct, proxied) = direct_and_proxied(|addr| {
         let status = admin(addr, &["status"]);
-        assert!(
-            status.status.success() && status.stdout.starts_with("Uptime: "),
-            "{status:?}"
-        );
+        assert!(status.status.success() && status.stdout.starts_with("Uptime: "), "{status:?}");
         let version = admin(addr, &["version"]);
         assert!(version.status.success(), "{version:?}");
-        let masked = mask_digits(
-            &(status.stdout + &version.stdout),
-            &["Uptime", "Threads", "Connection", "TCP port"],
-        );
+        let masked = mask_digits(&(status.stdout + &version.stdout), &["Uptime", "Threads", "Connection", "TCP port"]);
         // Other connections come and go: the header and our own row, and the status names.
         let processlist = admin(addr, &["processlist"]).stdout;
         assert!(processlist.contains("| show processlist "), "{processlist}");
-        let header: Vec<String> = processlist
-            .lines()
-            .nth(1)
-            .unwrap_or_default()
-            .split('|')
-            .map(|c| c.trim().to_string())
-            .collect();
+        let header: Vec<String> =
+            processlist.lines().nth(1).unwrap_or_default().split('|').map(|c| c.trim().to_string()).collect();
         let extended = admin(addr, &["extended-status"]).stdout;
-        let names: Vec<String> = extended
-            .lines()
-            .filter_map(|l| l.split('|').nth(1))
-            .map(|c| c.trim().to_string())
-            .collect();
+        let names: Vec<String> =
+            extended.lines().filter_map(|l| l.split('|').nth(1)).map(|c| c.trim().to_string()).collect();
         (masked, header, names)
     });
     assert_eq!(direct, proxied);
@@ -364,11 +275,7 @@ fn mariadb_admin_matches_direct() {
     let (direct, proxied) = direct_and_proxied(|addr| {
         let out = admin(addr, &["variables"]);
         assert!(out.status.success());
-        out.stdout
-            .lines()
-            .filter(|l| !l.contains("| gtid_"))
-            .collect::<Vec<_>>()
-            .join("\n")
+        out.stdout.lines().filter(|l| !l.contains("| gtid_")).collect::<Vec<_>>().join("\n")
     });
     assert_same("mariadb-admin variables", &direct, &proxied);
 }
@@ -376,17 +283,13 @@ fn mariadb_admin_matches_direct() {
 fn binlog_enabled() -> bool {
     let on = admin_sql("SELECT @@log_bin").trim() == "1";
     if !on {
-        eprintln!("skipped: the server has no binary log (start it with --log-bin)");
+        skip("the server has no binary log (start it with --log-bin)");
     }
     on
 }
 
 fn current_binlog() -> String {
-    admin_sql("SHOW MASTER STATUS")
-        .split('\t')
-        .next()
-        .unwrap()
-        .to_string()
+    admin_sql("SHOW MASTER STATUS").split('\t').next().unwrap().to_string()
 }
 
 /// COM_BINLOG_DUMP of logs that are closed (so both runs read the very same bytes), with row
@@ -418,10 +321,7 @@ fn binlog_dump_matches_direct() {
     });
     assert_same("mariadb-binlog stderr", &direct.stderr, &proxied.stderr);
     assert_same("mariadb-binlog stdout", &direct.stdout, &proxied.stdout);
-    assert!(
-        direct.stdout.contains("binlog-marker"),
-        "our events are not in {logs:?}"
-    );
+    assert!(direct.stdout.contains("binlog-marker"), "our events are not in {logs:?}");
 }
 
 /// A blocking COM_BINLOG_DUMP (`--stop-never`): events written after the dump started reach
@@ -431,53 +331,33 @@ fn binlog_live_stream_matches_direct() {
     if !is_mariadb() || !binlog_enabled() {
         return;
     }
-    admin_sql(
-        "CREATE OR REPLACE TABLE binlog_live (id INT AUTO_INCREMENT PRIMARY KEY, v LONGTEXT); FLUSH BINARY LOGS",
-    );
+    admin_sql("CREATE OR REPLACE TABLE binlog_live (id INT AUTO_INCREMENT PRIMARY KEY, v LONGTEXT); FLUSH BINARY LOGS");
     let log = current_binlog();
     let dir = tempfile::tempdir().unwrap();
     let proxy = TestProxy::start();
     // Distinct replica ids: the server drops an older dump that registers the same one.
-    let readers: Vec<_> = [
-        (TestDb::shared().upstream_addr(), "4201"),
-        (proxy.addr(), "4202"),
-    ]
-    .into_iter()
-    .map(|(addr, id)| {
-        let path = dir.path().join(format!("{id}.out"));
-        let mut cmd = clients::mariadb_binlog(addr, ADMIN).unwrap();
-        cmd.args([
-            "--verbose",
-            "--stop-never",
-            &format!("--stop-never-slave-server-id={id}"),
-            &log,
-        ]);
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(File::create(&path).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        (child, path)
-    })
-    .collect();
+    let readers: Vec<_> = [(TestDb::shared().upstream_addr(), "4201"), (proxy.addr(), "4202")]
+        .into_iter()
+        .map(|(addr, id)| {
+            let path = dir.path().join(format!("{id}.out"));
+            let mut cmd = clients::mariadb_binlog(addr, ADMIN).unwrap();
+            cmd.args(["--verbose", "--stop-never", &format!("--stop-never-slave-server-id={id}"), &log]);
+            let child =
+                cmd.stdin(Stdio::null()).stdout(File::create(&path).unwrap()).stderr(Stdio::null()).spawn().unwrap();
+            (child, path)
+        })
+        .collect();
     let read = |path: &std::path::Path| std::fs::read_to_string(path).unwrap_or_default();
     let wait_for = |readers: &[(std::process::Child, std::path::PathBuf)], needle: &str| {
         let deadline = Instant::now() + Duration::from_secs(60);
         while !readers.iter().all(|(_, path)| read(path).contains(needle)) {
-            assert!(
-                Instant::now() < deadline,
-                "{needle:?} did not reach both readers"
-            );
+            assert!(Instant::now() < deadline, "{needle:?} did not reach both readers");
             std::thread::sleep(Duration::from_millis(50));
         }
     };
     wait_for(&readers, "Start: binlog");
     for i in 0..20 {
-        admin_sql(&format!(
-            "INSERT INTO binlog_live (v) VALUES (REPEAT('live-{i} ', {}))",
-            1 << i
-        ));
+        admin_sql(&format!("INSERT INTO binlog_live (v) VALUES (REPEAT('live-{i} ', {}))", 1 << i));
     }
     admin_sql("INSERT INTO binlog_live (v) VALUES ('live-marker')");
     wait_for(&readers, "live-marker");

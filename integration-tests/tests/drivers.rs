@@ -16,11 +16,14 @@ use std::time::{Duration, Instant};
 
 use mysql_async::Conn;
 use mysql_async::prelude::*;
-use rttscope::report::{FindingReport, QueryReport, Report};
+use rttscope::findings::Kind;
+use rttscope::report::{EvidenceDetail, FetchEvidence, FindingReport, QueryReport, Report};
 use rttscope_config::HumanDuration;
+use rttscope_integration_tests::browser::{self, which};
 use rttscope_integration_tests::clients::{self, Output, assert_same, is_mariadb};
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use rttscope_integration_tests::skip;
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(180);
@@ -43,12 +46,6 @@ fn python(script: &str, addr: SocketAddr, args: &[&str]) -> String {
     clients::run_python(script, &all).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
-/// The first `name` on `PATH` or in `/usr/bin`.
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).chain([PathBuf::from("/usr/bin")]).map(|d| d.join(name)).find(|p| p.is_file())
-}
-
 /// The number after `prefix` on the line that starts with it.
 fn number_after(text: &str, prefix: &str) -> u64 {
     let line = text.lines().find_map(|l| l.strip_prefix(prefix)).unwrap_or_else(|| panic!("no {prefix:?} in:\n{text}"));
@@ -59,7 +56,7 @@ async fn connect(proxy: &TestProxy) -> Conn {
     Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await.expect("connect")
 }
 
-fn findings_of<'a>(r: &'a Report, kind: &str) -> Vec<&'a FindingReport> {
+fn findings_of(r: &Report, kind: Kind) -> Vec<&FindingReport> {
     r.findings.iter().filter(|f| f.kind == kind).collect()
 }
 
@@ -139,13 +136,13 @@ fn cursor_read_10_rows_a_fetch_is_an_undersized_fetch() {
     let fetches = q.commands.get("COM_STMT_FETCH");
     assert_eq!(fetches, Some(&server_fetches), "rttscope counts the fetches the server counted: {q:#?}");
     assert_eq!(q.rows.sum, 20_000, "{q:#?}");
-    let found = findings_of(&r, "undersized_fetch");
+    let found = findings_of(&r, Kind::UndersizedFetch);
     assert_eq!(found.len(), 1, "{:#?}", r.findings);
     let f = found[0];
     assert_eq!(f.fingerprint_id, q.fingerprint_id, "attributed to the prepared SQL, not to COM_STMT_FETCH: {f:#?}");
-    assert_eq!(f.evidence["fetch_size"], 10, "{}", f.evidence);
-    assert_eq!(f.evidence["rows"], 20_000, "{}", f.evidence);
-    assert_eq!(f.evidence["executions"], server_fetches, "{}", f.evidence);
+    assert_eq!(f.evidence.detail, EvidenceDetail::Fetch(FetchEvidence { fetch_size: 10 }), "{:?}", f.evidence);
+    assert_eq!(f.evidence.rows, 20_000, "{:?}", f.evidence);
+    assert_eq!(f.evidence.executions, server_fetches, "{:?}", f.evidence);
     assert!(f.round_trips >= 2000, "{f:#?}");
     assert!(!f.suggestion.is_empty());
 }
@@ -167,7 +164,7 @@ fn cursor_reads_in_batches_of_100_or_more_are_not_flagged() {
     let q = query(&r, CURSOR_SQL);
     assert_eq!(q.commands.get("COM_STMT_FETCH"), Some(&fetches), "{q:#?}");
     assert_eq!(q.rows.sum, 40_000, "{q:#?}");
-    assert!(findings_of(&r, "undersized_fetch").is_empty(), "{:#?}", r.findings);
+    assert!(findings_of(&r, Kind::UndersizedFetch).is_empty(), "{:#?}", r.findings);
 }
 
 // ---- 2. MariaDB Connector/J (JDBC) --------------------------------------------------------
@@ -178,11 +175,11 @@ fn java() -> Option<PathBuf> {
     match (&java, Path::new(CONNECTOR_J).is_file()) {
         (Some(_), true) => java,
         (None, _) => {
-            eprintln!("skipped: no java on PATH (scripts/install-deps.sh installs default-jdk-headless)");
+            skip("no java on PATH (scripts/install-deps.sh installs default-jdk-headless)");
             None
         }
         (_, false) => {
-            eprintln!("skipped: {CONNECTOR_J} missing (scripts/install-deps.sh installs libmariadb-java)");
+            skip(format!("{CONNECTOR_J} missing (scripts/install-deps.sh installs libmariadb-java)"));
             None
         }
     }
@@ -221,7 +218,7 @@ fn jdbc_fetch_size_streams_one_result_and_is_not_flagged() {
     let q = query(&r, "select id, name, amount, at, note from drv_jdbc_rows order by id");
     assert_eq!((q.count, q.round_trips, q.rows.sum), (1, 1, 20_000), "{q:#?}");
     assert_eq!(q.commands, BTreeMap::from([("COM_QUERY".to_string(), 1)]), "{q:#?}");
-    assert!(findings_of(&r, "undersized_fetch").is_empty(), "{:#?}", r.findings);
+    assert!(findings_of(&r, Kind::UndersizedFetch).is_empty(), "{:#?}", r.findings);
 }
 
 const BATCH_INSERT: &str = "insert into drv_jdbc_batch (id, name, amount) values(?+)";
@@ -259,10 +256,10 @@ fn jdbc_pipelined_batch_arrives_intact_and_is_a_repeated_write() {
     let lifetime = conn.closed_at_us.expect("closed") - conn.opened_at_us;
     let busy = q.latency_us.sum;
     assert!(busy > lifetime, "not pipelined? {busy}µs of command latency in a {lifetime}µs connection");
-    let writes = findings_of(&r, "repeated_write");
+    let writes = findings_of(&r, Kind::RepeatedWrite);
     assert_eq!(writes.len(), 1, "{:#?}", r.findings);
     assert_eq!(writes[0].fingerprint_id, q.fingerprint_id);
-    assert_eq!(writes[0].evidence["executions"], 1000, "{}", writes[0].evidence);
+    assert_eq!(writes[0].evidence.executions, 1000, "{:?}", writes[0].evidence);
 }
 
 /// Over an emulated 15 ms link (the findings' reference RTT) the pipelined batch of 1,000 takes
@@ -282,8 +279,8 @@ fn jdbc_pipelined_batch_is_priced_by_its_waits() {
     let r = settled_report(&proxy, 1);
     let q = query(&r, "insert into drv_jdbc_batch_wan (id, name, amount) values(?+)");
     for f in r.findings.iter().filter(|f| f.fingerprint_id == q.fingerprint_id) {
-        let elapsed = f.evidence["elapsed_us"].as_u64().unwrap();
-        let projected = f.evidence["projected_at_reference_us"].as_u64().unwrap();
+        let elapsed = f.evidence.elapsed_us;
+        let projected = f.evidence.projected_at_reference_us;
         assert!(
             f.round_trips <= 100 && projected <= 4 * elapsed,
             "{}: {} round trips, projected {projected}µs at 15 ms; measured {elapsed}µs at 15 ms",
@@ -314,15 +311,20 @@ async fn metrics_parse_with_the_prometheus_client() {
     // Kept open while scraping: the active-connections gauge must count it.
     let mut conn = connect(&proxy).await;
     conn.query_drop("CREATE OR REPLACE TABLE drv_metrics (id INT PRIMARY KEY, secret VARCHAR(40))").await.unwrap();
-    conn.query_drop("INSERT INTO drv_metrics SELECT seq, CONCAT('metrics-secret-', seq) FROM seq_1_to_20").await.unwrap();
+    conn.query_drop("INSERT INTO drv_metrics SELECT seq, CONCAT('metrics-secret-', seq) FROM seq_1_to_20")
+        .await
+        .unwrap();
     for id in 1..=20 {
-        let _: Option<String> = conn.query_first(format!("SELECT secret FROM drv_metrics WHERE id = {id}")).await.unwrap();
+        let _: Option<String> =
+            conn.query_first(format!("SELECT secret FROM drv_metrics WHERE id = {id}")).await.unwrap();
     }
     for id in 1..=5 {
         let _: Option<String> = conn.exec_first("SELECT secret FROM drv_metrics WHERE id = ?", (id,)).await.unwrap();
     }
     let fingerprint = "select secret from drv_metrics where id = ?";
-    proxy.wait_for("the workload", |a| a.queries().iter().any(|q| q.text.as_ref() == fingerprint && q.count >= 25).then_some(()));
+    proxy.wait_for("the workload", |a| {
+        a.queries().iter().any(|q| q.text.as_ref() == fingerprint && q.count >= 25).then_some(())
+    });
 
     let url = format!("http://{}/metrics", proxy.admin());
     let scrape = tokio::task::spawn_blocking(move || clients::run_python("metrics_parse.py", &["--url", &url]));
@@ -365,10 +367,15 @@ async fn metrics_parse_with_the_prometheus_client() {
             assert!(v.chars().all(|c| c.is_ascii_alphanumeric() || "_.+-".contains(c)), "{name}{{{label}={v:?}}}");
         }
     }
+    // The statements' verbs are OpenTelemetry's db_operation_name ("SELECT"), nothing more of them.
     let text = parsed["text"].as_str().unwrap().to_lowercase();
-    for sql in ["drv_metrics", "metrics-secret", "select", "insert"] {
+    for sql in ["drv_metrics", "metrics-secret", "select secret", "insert into", "where id"] {
         assert!(!text.contains(sql), "{sql:?} in /metrics");
     }
+    let operations = family(&parsed, "db_client_operation_duration_seconds", "histogram");
+    let verbs: std::collections::BTreeSet<&str> =
+        operations.iter().filter_map(|s| s["labels"]["db_operation_name"].as_str()).collect();
+    assert!(verbs.contains("SELECT") && verbs.contains("INSERT"), "{verbs:?}");
     conn.disconnect().await.unwrap();
 }
 
@@ -378,7 +385,7 @@ async fn metrics_parse_with_the_prometheus_client() {
 #[test]
 fn metric_types_follow_prometheus_naming() {
     let proxy = TestProxy::start();
-    let text = rttscope::admin::client::get(&format!("http://{}", proxy.admin()), "/metrics").unwrap();
+    let text = rttscope::cli::admin_client::get(&format!("http://{}", proxy.admin()), "/metrics").unwrap();
     for line in text.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
         let (name, kind) = line.split_once(' ').unwrap();
         assert_eq!(name.ends_with("_total"), kind == "counter", "# TYPE {line}");
@@ -387,68 +394,42 @@ fn metric_types_follow_prometheus_naming() {
 
 // ---- 4. The HTML report in headless Chromium ----------------------------------------------
 
-/// Chromium, headless and offline, on `page`: `extra` flags decide what it does. A fresh profile
-/// each run; no sandbox (tests run as root in containers); every host name resolves to nothing,
-/// so whatever the page or the browser tries, nothing leaves the machine.
-fn chromium(browser: &Path, page: &Path, extra: &[String]) -> Output {
-    let profile = tempfile::tempdir().expect("profile dir");
-    let mut cmd = Command::new(browser);
-    cmd.args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"])
-        .args(["--disable-background-networking", "--disable-component-update", "--disable-sync"])
-        .args(["--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(format!("file://{}", page.display()));
-    let out = clients::run(cmd, LIMIT).unwrap_or_else(|e| panic!("{e:#}"));
-    assert!(out.status.success(), "chromium {extra:?}: {}\n{}", out.status, out.stderr);
-    // Console messages (script errors, failed loads) come out as "...:CONSOLE(n)] ..." lines.
-    let console: Vec<&str> = out.stderr.lines().filter(|l| l.contains("CONSOLE") || l.contains("Uncaught")).collect();
-    assert!(console.is_empty(), "the report made the console speak:\n{}", console.join("\n"));
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn html_report_renders_in_headless_chromium() {
-    let Some(browser) = which("chromium") else {
-        eprintln!("skipped: chromium not found (scripts/install-deps.sh installs Debian's chromium)");
+    let Some(chromium) = which("chromium") else {
+        skip("chromium not found (scripts/install-deps.sh installs Debian's chromium)");
         return;
     };
     let proxy = TestProxy::start();
     let mut conn = connect(&proxy).await;
-    conn.query_drop("CREATE OR REPLACE TABLE drv_html_orders (id INT PRIMARY KEY, customer VARCHAR(20))").await.unwrap();
+    conn.query_drop("CREATE OR REPLACE TABLE drv_html_orders (id INT PRIMARY KEY, customer VARCHAR(20))")
+        .await
+        .unwrap();
     conn.query_drop("INSERT INTO drv_html_orders SELECT seq, CONCAT('c', seq) FROM seq_1_to_20").await.unwrap();
     // An N+1 loop of 20 children: one query per order for its customer's name.
     let ids: Vec<u32> = conn.query("SELECT id FROM drv_html_orders ORDER BY id").await.unwrap();
     for id in &ids {
-        let _: Option<String> = conn.query_first(format!("SELECT customer FROM drv_html_orders WHERE id = {id}")).await.unwrap();
+        let _: Option<String> =
+            conn.query_first(format!("SELECT customer FROM drv_html_orders WHERE id = {id}")).await.unwrap();
     }
     // The whole loop, not the moment it first qualified (the findings trail the aggregates).
     let deadline = Instant::now() + Duration::from_secs(10);
-    let whole_loop = |r: &Report| findings_of(r, "n_plus_one").iter().any(|f| f.evidence["executions"] == 20);
+    let whole_loop = |r: &Report| findings_of(r, Kind::NPlusOne).iter().any(|f| f.evidence.executions == 20);
     while !whole_loop(&proxy.state().report()) {
         assert!(Instant::now() < deadline, "no n_plus_one finding of 20: {:#?}", proxy.state().report().findings);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let html = rttscope::admin::client::get(&format!("http://{}", proxy.admin()), "/report?format=html").unwrap();
+    let html = rttscope::cli::admin_client::get(&format!("http://{}", proxy.admin()), "/report?format=html").unwrap();
     conn.disconnect().await.unwrap();
 
     let artifacts = repo().join("target/test-artifacts");
     std::fs::create_dir_all(&artifacts).unwrap();
     let (page, png) = (artifacts.join("report.html"), artifacts.join("report.png"));
     std::fs::write(&page, &html).unwrap();
-    let _ = std::fs::remove_file(&png);
-    let shot_flags = [format!("--screenshot={}", png.display()), "--window-size=1280,2400".into()];
-    let shot = chromium(&browser, &page, &shot_flags);
-
-    // A real image of the whole window, not an empty file or an error page's few bytes.
-    let bytes = std::fs::read(&png).unwrap_or_else(|e| panic!("no screenshot ({e}):\n{}", shot.stderr));
-    assert!(bytes.len() > 10 * 1024, "screenshot only {} bytes", bytes.len());
-    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
-    let dimension = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
-    assert_eq!((dimension(16), dimension(20)), (1280, 2400), "IHDR width and height");
+    browser::screenshot(&chromium, &page, &png, (1280, 2400));
 
     // The DOM as Chromium built it: the parser's own <tbody> shows the table really parsed.
-    let dom = chromium(&browser, &page, &["--dump-dom".into()]).stdout;
+    let dom = browser::dom(&chromium, &page);
     std::fs::write(artifacts.join("report.dom.html"), &dom).unwrap();
     let statements = dom.find("id=\"statements\"").expect("the statements section");
     assert!(dom[statements..].contains("<table><tbody><tr><th>"), "the statements table");

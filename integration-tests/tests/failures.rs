@@ -134,6 +134,28 @@ async fn silent_upstream_gives_an_err_packet() {
     }
 }
 
+/// A server that greets, takes the login and then hangs: the client hears why within
+/// `handshake_timeout` instead of hanging until its own timeout, and the slot is freed.
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_stalling_mid_login_gives_an_err_within_handshake_timeout() {
+    let fake = FakeUpstream::start(|_| Script::StallAfterLogin { greeting: greeting() }).unwrap();
+    let proxy = proxy_to(fake.addr(), |c| c.limits.handshake_timeout = HumanDuration::from_secs(1));
+    let started = Instant::now();
+    let Err(mysql_async::Error::Server(e)) = connect(proxy.addr()).await else {
+        panic!("expected an ERR packet from rttscope");
+    };
+    let elapsed = started.elapsed();
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4), "failed after {elapsed:?}");
+    assert_eq!(e.code, 1429, "{e:?}");
+    assert!(e.message.contains("handshake_timeout") && e.message.contains(&fake.addr().to_string()), "{e:?}");
+    assert_eq!(fake.wait_ended(0, Duration::from_secs(5)), Some(Ending::PeerClosed), "the upstream leg is closed");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while proxy.stats().connections_active.load(Ordering::Relaxed) != 0 {
+        assert!(Instant::now() < deadline, "the stalled login still holds its slot");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unanswered_connect_gives_an_err_within_connect_timeout() {
     // Backlog 0 admits one unaccepted connection; SYNs beyond it are dropped, so a connect
@@ -161,10 +183,9 @@ async fn unanswered_connect_gives_an_err_within_connect_timeout() {
 
 // --- A broken upstream, played by the fake ---------------------------------------------
 
-/// Connection 1 of the fake plays `broken`; the others relay to the real server. A good
-/// connection through the same proxy works before and after; the broken one errors.
-/// `counted` is what rttscope should count it as: a protocol error (after
-/// the greeting) or an upstream connect error (no usable greeting).
+/// A fake upstream breaks the protocol on connection 1 (of 0, 1, 2): a good
+/// connection through the same proxy works before and after; the broken one errors
+/// as it would directly. `counted` is what rttscope should count it as.
 async fn broken_upstream_spares_the_others(broken: Script, counted: Counted) {
     let real = TestDb::shared().upstream_addr();
     let breaks_login = matches!(broken, Script::GreetThenClose(_));
@@ -180,22 +201,33 @@ async fn broken_upstream_spares_the_others(broken: Script, counted: Counted) {
         let mut bad = bad.expect("the fake's login passes through");
         let result = tokio::time::timeout(NO_HANG, bad.query_drop("SELECT 1")).await.expect("no hang");
         assert!(result.is_err(), "a broken response passed as a result");
+        // The client gives up on the connection, as it would on the server directly.
     }
-    // rttscope closed the broken connection's upstream side (or saw the script do so).
+    // The broken connection's upstream side closed (rttscope followed the client or the script).
     assert!(fake.wait_ended(1, Duration::from_secs(5)).is_some(), "upstream connection left open");
     let stats = proxy.stats();
-    let counts = || (stats.protocol_errors.load(Ordering::Relaxed), stats.upstream_connect_errors.load(Ordering::Relaxed));
-    let expected = match counted {
-        Counted::ProtocolError => (1, 0),
-        Counted::NoUsableGreeting => (0, 1),
+    let desyncs = || stats.desync_counts().filter(|(_, n)| *n > 0).collect::<Vec<_>>();
+    let counts = || {
+        (
+            stats.protocol_errors.load(Ordering::Relaxed),
+            stats.upstream_connect_errors.load(Ordering::Relaxed),
+            desyncs(),
+            stats.upstream_closed_mid_response.load(Ordering::Relaxed),
+        )
     };
-    // The connection's task counts the error after it has closed both sockets, so the
-    // fake can see the close a moment before the count moves.
+    let expected = match counted {
+        Counted::NoUsableGreeting => (0, 1, vec![], 0),
+        // Not understood is forwarded anyway: counted as a desync, never a closed connection.
+        Counted::Desync(reason) => (0, 0, vec![(reason, 1)], 0),
+        Counted::UpstreamClosedMidResponse => (0, 0, vec![], 1),
+    };
+    // The connection's task counts after it has closed both sockets, so the fake can
+    // see the close a moment before the count moves.
     let deadline = Instant::now() + Duration::from_secs(5);
     while counts() != expected && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(counts(), expected, "(protocol errors, upstream connect errors)");
+    assert_eq!(counts(), expected, "(protocol errors, upstream connect errors, desyncs, upstream closed mid-response)");
 
     assert_works(&mut good, 2).await;
     let mut fresh = connect(proxy.addr()).await.expect("a new connection after the broken one");
@@ -205,8 +237,12 @@ async fn broken_upstream_spares_the_others(broken: Script, counted: Counted) {
 
 #[derive(Clone, Copy)]
 enum Counted {
-    ProtocolError,
+    /// The client was told the upstream sent no usable greeting.
     NoUsableGreeting,
+    /// Forwarded as it was; the state machine lost its place for this reason.
+    Desync(&'static str),
+    /// The upstream closed in the middle of a response.
+    UpstreamClosedMidResponse,
 }
 
 fn greeting() -> Vec<u8> {
@@ -223,10 +259,10 @@ fn bad_column_definition() -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn greeting_with_protocol_version_9() {
+async fn greeting_with_protocol_version_9_is_relayed_as_it_is() {
     let mut bytes = greeting();
     bytes[4] = 9;
-    broken_upstream_spares_the_others(Script::GreetThenClose(bytes), Counted::NoUsableGreeting).await;
+    broken_upstream_spares_the_others(Script::GreetThenClose(bytes), Counted::Desync("protocol_version")).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -239,25 +275,29 @@ async fn truncated_greeting_then_close() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn column_count_then_garbage() {
-    broken_upstream_spares_the_others(after_login(bad_column_definition(), false), Counted::ProtocolError).await;
+    broken_upstream_spares_the_others(
+        after_login(bad_column_definition(), true),
+        Counted::Desync("upstream_malformed"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn response_with_wrong_sequence_id() {
-    broken_upstream_spares_the_others(after_login(ok_packet(5), false), Counted::ProtocolError).await;
+    broken_upstream_spares_the_others(after_login(ok_packet(5), false), Counted::Desync("upstream_sequence")).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn response_header_promising_1000_bytes_then_close() {
     let response = [&[0xE8, 0x03, 0x00, 0x01][..], b"only ten b"].concat();
-    // A close in the middle of a packet is a protocol error: logged, counted.
-    broken_upstream_spares_the_others(after_login(response, true), Counted::ProtocolError).await;
+    // A server that dies mid-packet is the server closing, not a protocol error.
+    broken_upstream_spares_the_others(after_login(response, true), Counted::UpstreamClosedMidResponse).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn broken_upstream_logs_one_warning_naming_it() {
     let real = TestDb::shared().upstream_addr();
-    let bad = after_login(bad_column_definition(), false);
+    let bad = after_login(bad_column_definition(), true);
     // Connection 0 is ProxyProcess's readiness probe, 1 a good client, 2 the broken one.
     let fake = FakeUpstream::start(move |n| if n == 2 { bad.clone() } else { Script::Relay(real) }).unwrap();
     let proxy = ProxyProcess::start(&format!("upstream: {}\n", fake.addr())).unwrap();
@@ -268,14 +308,16 @@ async fn broken_upstream_logs_one_warning_naming_it() {
     assert_eq!(fake.accepted(), 1, "the readiness probe reached the fake");
     let mut good = connect(proxy.listen()).await.unwrap();
     let mut broken = connect(proxy.listen()).await.unwrap();
-    assert!(broken.query_drop("SELECT 1").await.is_err());
-    assert_eq!(fake.wait_ended(2, Duration::from_secs(5)), Some(Ending::PeerClosed));
+    let answered = tokio::time::timeout(NO_HANG, broken.query_drop("SELECT 1")).await.expect("no hang");
+    assert!(answered.is_err());
+    drop(broken);
+    assert_eq!(fake.wait_ended(2, Duration::from_secs(5)), Some(Ending::ClosedByScript));
     assert_works(&mut good, 7).await;
 
     let log = proxy.log();
     let warnings: Vec<&str> = log.lines().filter(|l| l.contains("WARN")).collect();
     assert_eq!(warnings.len(), 1, "{log}");
-    for needle in ["closing connection", "column definition", "conn.id=3"] {
+    for needle in ["lost track of the protocol", "upstream_malformed", "conn.id=3"] {
         assert!(warnings[0].contains(needle), "no {needle:?} in {:?}", warnings[0]);
     }
     assert!(!log.to_lowercase().contains("panic"), "{log}");
@@ -332,10 +374,14 @@ async fn malformed_handshake_responses_close_only_that_connection() {
     let mut good = connect(proxy.addr()).await.unwrap();
     let addr = proxy.addr();
     tokio::task::spawn_blocking(move || {
-        // Garbage: protocol 4.1 flags, then nothing where the user name should be.
+        // Garbage: protocol 4.1 flags, then nothing where the user name should be: an ERR
+        // saying so (the client still reads), then close.
         let (mut garbage, _) = raw_client(addr);
         garbage.write_all(&packet(1, &[0xFF; 5])).unwrap();
-        assert!(closed(&mut garbage).is_empty());
+        let reply = closed(&mut garbage);
+        let (seq, err) = read_packet(&mut reply.as_slice()).expect("an ERR packet");
+        assert_eq!((seq, err[0], u16::from_le_bytes([err[1], err[2]])), (2, 0xFF, 1043), "{err:?}");
+        assert!(String::from_utf8_lossy(&err).contains("malformed handshake response"), "{err:?}");
 
         // Truncated: a header promising 100 bytes, 10 bytes, then the client stops sending.
         let (mut truncated, _) = raw_client(addr);
@@ -389,27 +435,36 @@ async fn oversized_handshake_response_is_refused_without_buffering() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn command_with_wrong_sequence_id_closes_that_connection() {
-    let proxy = proxy_to(TestDb::shared().upstream_addr(), |_| {});
+async fn command_with_wrong_sequence_id_reaches_the_server_as_sent() {
+    let db = TestDb::shared();
+    let proxy = proxy_to(db.upstream_addr(), |_| {});
     let mut good = connect(proxy.addr()).await.unwrap();
-    let addr = proxy.addr();
-    tokio::task::spawn_blocking(move || {
-        let mut stream = raw_login(addr);
-        stream.write_all(&packet(3, b"\x03SELECT 1")).unwrap();
-        assert!(closed(&mut stream).is_empty(), "the server's answer leaked through");
+    let (addr, direct) = (proxy.addr(), db.upstream_addr());
+    let (proxied, direct) = tokio::task::spawn_blocking(move || {
+        // The server itself judges a command with sequence id 3; the client hears it.
+        let answer = |addr| {
+            let mut stream = raw_login(addr);
+            stream.write_all(&packet(3, b"\x03SELECT 1")).unwrap();
+            closed(&mut stream)
+        };
+        (answer(addr), answer(direct))
     })
     .await
     .unwrap();
-    assert_eq!(proxy.stats().protocol_errors.load(Ordering::Relaxed), 1);
+    assert_eq!(proxied, direct, "what the server said reaches the client unchanged");
+    let stats = proxy.stats();
+    assert_eq!(stats.protocol_errors.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.desync_counts().find(|(k, _)| *k == "client_sequence").map(|(_, n)| n), Some(1));
     assert_works(&mut good, 6).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn tls_request_gets_an_err_saying_so() {
-    let proxy = proxy_to(TestDb::shared().upstream_addr(), |_| {});
+async fn tls_request_gets_an_err_saying_so_when_tls_is_off() {
+    let proxy = proxy_to(TestDb::shared().upstream_addr(), |c| c.listen.tls.mode = rttscope_config::ListenTlsMode::Off);
     let addr = proxy.addr();
     let reply = tokio::task::spawn_blocking(move || {
-        let (mut stream, _) = raw_client(addr);
+        let (mut stream, greeting) = raw_client(addr);
+        assert_eq!(greeting_caps(&greeting) & CLIENT_SSL, 0, "TLS is not offered");
         let caps =
             CLIENT_LONG_PASSWORD | CLIENT_PROTOCOL_41 | CLIENT_SSL | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH;
         stream.write_all(&packet(1, &handshake_response_head(caps))).unwrap();
@@ -423,6 +478,15 @@ async fn tls_request_gets_an_err_saying_so() {
     assert_eq!((err[0], u16::from_le_bytes([err[1], err[2]])), (0xFF, 1043), "{err:?}");
     let message = String::from_utf8_lossy(&err[9..]);
     assert!(message.contains("rttscope") && message.contains("TLS"), "{message}");
+}
+
+/// The capability flags of a greeting payload (low 16 bits and high 16 bits).
+fn greeting_caps(greeting: &[u8]) -> u32 {
+    let version_end = greeting.iter().skip(1).position(|&b| b == 0).map_or(0, |p| p + 2);
+    let low_at = version_end + 4 + 8 + 1;
+    let high_at = low_at + 2 + 1 + 2;
+    let u16_at = |at: usize| greeting.get(at..at + 2).map_or(0, |b| u32::from(u16::from_le_bytes([b[0], b[1]])));
+    u16_at(low_at) | (u16_at(high_at) << 16)
 }
 
 // --- Either side going away mid-session ------------------------------------------------

@@ -12,10 +12,7 @@ fn accounts(db: &TestDb) -> Vec<Account> {
     if db.has_ed25519() {
         accounts.push(ED25519);
     } else {
-        eprintln!(
-            "no ed25519 fixture: server {} refused the plugin",
-            db.version()
-        );
+        eprintln!("no ed25519 fixture: server {} refused the plugin", db.version());
     }
     accounts
 }
@@ -27,15 +24,9 @@ async fn every_fixture_user_logs_in() {
         let mut conn = mysql_async::Conn::new(db.opts(account.user, account.password))
             .await
             .unwrap_or_else(|e| panic!("{} cannot log in: {e}", account.user));
-        let (current_user, max_allowed_packet, local_infile): (String, u64, i64) = conn
-            .query_first("SELECT CURRENT_USER(), @@max_allowed_packet, @@local_infile")
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(
-            current_user.starts_with(&format!("{}@", account.user)),
-            "{current_user}"
-        );
+        let (current_user, max_allowed_packet, local_infile): (String, u64, i64) =
+            conn.query_first("SELECT CURRENT_USER(), @@max_allowed_packet, @@local_infile").await.unwrap().unwrap();
+        assert!(current_user.starts_with(&format!("{}@", account.user)), "{current_user}");
         assert_eq!(max_allowed_packet, db.max_allowed_packet());
         if db.is_private() {
             assert_eq!(max_allowed_packet, 64 << 20);
@@ -50,18 +41,12 @@ async fn fixture_users_have_the_intended_auth_plugins() {
     let db = TestDb::shared();
     let mut conn = mysql_async::Conn::from_url(db.admin_url()).await.unwrap();
     let plugin_of = async |conn: &mut mysql_async::Conn, user: &str| -> String {
-        conn.exec_first(
-            "SELECT plugin FROM mysql.user WHERE user = ? AND host = '%'",
-            (user,),
-        )
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("no {user}@'%'"))
+        conn.exec_first("SELECT plugin FROM mysql.user WHERE user = ? AND host = '%'", (user,))
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no {user}@'%'"))
     };
-    assert_eq!(
-        plugin_of(&mut conn, NATIVE.user).await,
-        "mysql_native_password"
-    );
+    assert_eq!(plugin_of(&mut conn, NATIVE.user).await, "mysql_native_password");
     if db.has_ed25519() {
         assert_eq!(plugin_of(&mut conn, ED25519.user).await, "ed25519");
     }
@@ -91,30 +76,17 @@ async fn urls_and_opts_stay_on_tcp() {
     ];
     let mut conns = Vec::new();
     for url in &urls {
-        conns.push(
-            mysql_async::Conn::from_url(url)
-                .await
-                .unwrap_or_else(|e| panic!("{url}: {e}")),
-        );
+        conns.push(mysql_async::Conn::from_url(url).await.unwrap_or_else(|e| panic!("{url}: {e}")));
     }
-    conns.push(
-        mysql_async::Conn::new(db.opts_via(db.upstream_addr(), OTHER.user, OTHER.password))
-            .await
-            .unwrap(),
-    );
+    conns.push(mysql_async::Conn::new(db.opts_via(db.upstream_addr(), OTHER.user, OTHER.password)).await.unwrap());
     for mut conn in conns {
         // PROCESSLIST shows `ip:port` for TCP clients and `localhost` for socket ones.
         let host: String = conn
-            .query_first(
-                "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
-            )
+            .query_first("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
             .await
             .unwrap()
             .unwrap();
-        assert!(
-            host.contains(':') && !host.starts_with("localhost"),
-            "connected via {host}"
-        );
+        assert!(host.contains(':') && !host.starts_with("localhost"), "connected via {host}");
         conn.disconnect().await.unwrap();
     }
 }
@@ -129,33 +101,16 @@ fn mariadb_cli_logs_in_and_queries() {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{}: {}",
-            account.user,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (user, database) = stdout
-            .trim_end()
-            .split_once('\t')
-            .unwrap_or_else(|| panic!("{stdout:?}"));
-        assert!(
-            user.starts_with(&format!("{}@", account.user)),
-            "{stdout:?}"
-        );
+        assert!(out.status.success(), "{}: {}", account.user, String::from_utf8_lossy(&out.stderr));
+        let (user, database) = stdout.trim_end().split_once('\t').unwrap_or_else(|| panic!("{stdout:?}"));
+        assert!(user.starts_with(&format!("{}@", account.user)), "{stdout:?}");
         assert_eq!(database, DB);
     }
 
-    let out = db
-        .mariadb_cli(db.upstream_addr(), NATIVE.user, "wrong-pw", None)
-        .args(["-e", "SELECT 1"])
-        .output()
-        .unwrap();
+    let out =
+        db.mariadb_cli(db.upstream_addr(), NATIVE.user, "wrong-pw", None).args(["-e", "SELECT 1"]).output().unwrap();
     assert!(!out.status.success());
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("ERROR 1045"),
-        "{out:?}"
-    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR 1045"), "{out:?}");
 }
 
 #[test]
@@ -175,13 +130,6 @@ fn mariadb_cli_loads_local_infile() {
         .args(["-N", "-e", &sql])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "3\t6\tone,two,three\n"
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3\t6\tone,two,three\n");
 }

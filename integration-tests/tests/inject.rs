@@ -5,12 +5,15 @@
 
 use std::time::{Duration, Instant};
 
-use mysql_async::prelude::*;
 use mysql_async::Conn;
+use mysql_async::prelude::*;
+use rttscope::cli::admin_client::ClientError;
 use rttscope::report::Report;
 use rttscope_config::{Config, HumanDuration, Inject, Percent};
-use rttscope_integration_tests::mariadb::{NATIVE, OTHER, TestDb};
-use rttscope_integration_tests::proxy::{test_config, TestProxy};
+use rttscope_integration_tests::mariadb::{DB, NATIVE, OTHER, TestDb};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use rttscope_integration_tests::skip;
+use rttscope_integration_tests::wan::{WanConfig, WanLink};
 
 fn with_rtt(rtt_ms: u64) -> Config {
     let mut config = test_config();
@@ -60,23 +63,36 @@ async fn every_round_trip_pays_the_configured_rtt() {
 async fn the_projection_predicts_the_emulated_loop() {
     async fn salary_loop(proxy: &TestProxy, prefix: &str) -> Duration {
         let mut conn = connect(proxy).await;
-        conn.query_drop(format!("CREATE OR REPLACE TABLE {prefix}_salaries (emp_no INT PRIMARY KEY, salary INT)")).await.unwrap();
-        conn.query_drop(format!("INSERT INTO {prefix}_salaries SELECT 10000 + seq, 40000 + seq FROM seq_1_to_300")).await.unwrap();
+        conn.query_drop(format!("CREATE OR REPLACE TABLE {prefix}_salaries (emp_no INT PRIMARY KEY, salary INT)"))
+            .await
+            .unwrap();
+        conn.query_drop(format!("INSERT INTO {prefix}_salaries SELECT 10000 + seq, 40000 + seq FROM seq_1_to_300"))
+            .await
+            .unwrap();
         let started = Instant::now();
         let staff: Vec<u32> = conn.query(format!("SELECT emp_no FROM {prefix}_salaries")).await.unwrap();
         for emp_no in staff {
-            let _: Option<u32> = conn.query_first(format!("SELECT salary FROM {prefix}_salaries WHERE emp_no = {emp_no}")).await.unwrap();
+            let _: Option<u32> = conn
+                .query_first(format!("SELECT salary FROM {prefix}_salaries WHERE emp_no = {emp_no}"))
+                .await
+                .unwrap();
         }
         started.elapsed()
     }
     let mut plain_config = test_config();
-    plain_config.findings.scenarios = vec![rttscope_config::Scenario { name: "15 ms".into(), rtt: HumanDuration::from_millis(15), bandwidth: None }];
+    plain_config.findings.scenarios =
+        vec![rttscope_config::Scenario { name: "15 ms".into(), rtt: HumanDuration::from_millis(15), bandwidth: None }];
     let plain = TestProxy::with_config(plain_config);
     let here = salary_loop(&plain, "proj_plain").await;
-    plain.wait_for("the loop", |a| a.queries().iter().any(|q| q.text.as_ref() == "select salary from proj_plain_salaries where emp_no = ?" && q.count == 300).then_some(()));
+    plain.wait_for("the loop", |a| {
+        a.queries()
+            .iter()
+            .any(|q| q.text.as_ref() == "select salary from proj_plain_salaries where emp_no = ?" && q.count == 300)
+            .then_some(())
+    });
     let r = plain.state().report();
-    let f = r.findings.iter().find(|f| f.kind == "n_plus_one").expect("the loop is found");
-    let predicted = Duration::from_micros(f.what_if[0]["projected_us"].as_u64().unwrap());
+    let f = r.findings.iter().find(|f| f.kind == rttscope::findings::Kind::NPlusOne).expect("the loop is found");
+    let predicted = Duration::from_micros(f.what_if[0].projected_us);
 
     let slow = TestProxy::with_config(with_rtt(15));
     let there = salary_loop(&slow, "proj_slow").await;
@@ -91,7 +107,7 @@ async fn the_projection_predicts_the_emulated_loop() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_change_reaches_open_connections_and_loses_nothing() {
     let proxy = TestProxy::start();
-    let admin = format!("http://{}", proxy.admin());
+    let admin = proxy.admin_client();
     let mut conn = connect(&proxy).await;
     conn.query_drop("CREATE OR REPLACE TABLE live_rows (id INT PRIMARY KEY, pad CHAR(200))").await.unwrap();
     conn.query_drop("INSERT INTO live_rows SELECT seq, REPEAT('p', 200) FROM seq_1_to_20000").await.unwrap();
@@ -109,9 +125,9 @@ async fn a_live_change_reaches_open_connections_and_loses_nothing() {
         let rows: Vec<(u32, String)> = streaming.query("SELECT id, pad FROM live_rows ORDER BY id").await.unwrap();
         rows
     });
-    rttscope::admin::client::put_json(&admin, "/inject", r#"{"rtt": "20ms", "bandwidth": "50mbit"}"#).unwrap();
+    admin.put_json("/inject", r#"{"rtt": "20ms", "bandwidth": "50mbit"}"#).unwrap();
     let during = timed(&mut conn).await;
-    rttscope::admin::client::put_json(&admin, "/inject", "{}").unwrap();
+    admin.put_json("/inject", "{}").unwrap();
     let rows = stream.await.unwrap();
     assert_eq!(rows.len(), 20_000);
     assert!(rows.iter().enumerate().all(|(i, (id, pad))| *id == i as u32 + 1 && pad.len() == 200));
@@ -146,20 +162,33 @@ async fn the_scope_picks_the_connections() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_values_are_refused_by_name() {
-    for (yaml, key) in [("inject:\n  rtt: -5ms\n", "inject.rtt"), ("inject:\n  bandwidth: 0\n", "inject.bandwidth"), ("inject:\n  rtts: 5ms\n", "inject.rtts")] {
+    for (yaml, key) in [
+        ("inject:\n  rtt: -5ms\n", "inject.rtt"),
+        ("inject:\n  bandwidth: 0\n", "inject.bandwidth"),
+        ("inject:\n  rtts: 5ms\n", "inject.rtts"),
+    ] {
         let e = Config::from_yaml(yaml).unwrap_err().to_string();
         assert!(e.contains(key) && e.contains("line 2"), "{yaml}: {e}");
     }
     let proxy = TestProxy::start();
-    let url = format!("http://{}/inject", proxy.admin());
-    for (body, key) in [(r#"{"rtt": "-5ms"}"#, "rtt"), (r#"{"bandwidth": 0}"#, "bandwidth"), (r#"{"rtts": "5ms"}"#, "rtts"), (r#"{"to_client": {"jitter": "9ms"}}"#, "to_client.jitter")] {
-        let reply = ureq::put(&url).config().http_status_as_error(false).build().send(body).unwrap();
-        assert_eq!(reply.status(), 400, "{body}");
-        let error: serde_json::Value = serde_json::from_reader(reply.into_body().into_reader()).unwrap();
+    let admin = proxy.admin_client();
+    for (body, key) in [
+        (r#"{"rtt": "-5ms"}"#, "rtt"),
+        (r#"{"bandwidth": 0}"#, "bandwidth"),
+        (r#"{"rtts": "5ms"}"#, "rtts"),
+        (r#"{"to_client": {"jitter": "9ms"}}"#, "to_client.jitter"),
+    ] {
+        let Err(ClientError::Status { status: 400, body: reply, .. }) = admin.put_json("/inject", body) else {
+            panic!("{body} is not refused with 400");
+        };
+        let error: serde_json::Value = serde_json::from_str(&reply).unwrap();
         assert_eq!(error["problems"][0]["key"], key, "{body}: {error}");
     }
     // Nothing changed.
-    let current: Inject = serde_json::from_str(&rttscope::admin::client::get(&format!("http://{}", proxy.admin()), "/inject").unwrap()).unwrap();
+    let current: Inject = serde_json::from_str(
+        &rttscope::cli::admin_client::get(&format!("http://{}", proxy.admin()), "/inject").unwrap(),
+    )
+    .unwrap();
     assert!(!current.is_active());
 }
 
@@ -176,5 +205,62 @@ fn the_shipped_presets_parse() {
     }
     assert!(seen >= 5, "{seen} presets");
     let dc = Config::load(dir.join("another-datacentre.yaml")).unwrap();
-    assert_eq!((dc.inject.rtt.0, dc.inject.bandwidth.map(|b| b.bits_per_second())), (Duration::from_millis(15), Some(34_000_000)));
+    assert_eq!(
+        (dc.inject.rtt.0, dc.inject.bandwidth.map(|b| b.bits_per_second())),
+        (Duration::from_millis(15), Some(34_000_000))
+    );
+}
+
+/// The median wall time of `runs` runs of a command that must succeed.
+fn median_run(runs: usize, mut command: impl FnMut() -> std::process::Command) -> Duration {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            let out = command().output().expect("run the mariadb CLI");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[runs / 2]
+}
+
+/// Connecting pays the emulated link as it would a real one: a whole `mariadb -e` run
+/// (TCP handshake, greeting, login, the query) through rttscope at `inject.rtt: 40ms` takes
+/// as long as the same run directly across a real 40 ms link (the WAN emulator), within
+/// 15 %. Apps that connect per request are then not shown 2–3 round trips too cheap.
+#[test]
+fn connecting_pays_the_emulated_link_like_a_real_one() {
+    if let Err(why) = WanLink::available() {
+        skip(why);
+        return;
+    }
+    const RTT_MS: u64 = 40;
+    const SQL: &str = "SELECT 1";
+    let link = WanLink::start(WanConfig::with_rtt(Duration::from_millis(RTT_MS))).expect("start WAN link");
+    let far = TestDb::start_in_namespace(link.server_ns(), link.server_ip()).expect("MariaDB across the link");
+    let real = median_run(5, || {
+        let cli = far.mariadb_cli(far.upstream_addr(), NATIVE.user, NATIVE.password, Some(DB));
+        let mut cmd = link.command(link.client_ns(), &cli.get_program().to_string_lossy());
+        cmd.args(cli.get_args()).args(["-e", SQL]);
+        cmd
+    });
+
+    let proxy = TestProxy::with_config(with_rtt(RTT_MS));
+    let db = TestDb::shared();
+    let emulated = median_run(5, || {
+        let mut cli = db.mariadb_cli(proxy.addr(), NATIVE.user, NATIVE.password, Some(DB));
+        cli.args(["-e", SQL]);
+        cli
+    });
+    let local = median_run(5, || {
+        let mut cli = db.mariadb_cli(db.upstream_addr(), NATIVE.user, NATIVE.password, Some(DB));
+        cli.args(["-e", SQL]);
+        cli
+    });
+    eprintln!("mariadb -e: {real:?} across a real {RTT_MS} ms link, {emulated:?} emulated, {local:?} local");
+    // At least the round trips of a TCP connect, the greeting, the login and the query.
+    assert!(real >= Duration::from_millis(3 * RTT_MS), "the real link is not {RTT_MS} ms: {real:?}");
+    let error = (emulated.as_secs_f64() - real.as_secs_f64()).abs() / real.as_secs_f64();
+    assert!(error <= 0.15, "emulated {emulated:?} vs real {real:?}: off by {:.0} %", error * 100.0);
 }

@@ -12,7 +12,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 use rttscope_config::HumanDuration;
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
-use rttscope_integration_tests::process::{ProxyProcess, free_port, rttscope_binary};
+use rttscope_integration_tests::process::{ProxyProcess, free_listen_and_admin, rttscope_binary};
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
 use tokio::sync::{RwLock, RwLockReadGuard};
 
@@ -167,6 +167,102 @@ async fn idle_timeout_closes_only_idle_connections() {
     assert_eq!(proxy.stats().connections_active.load(Ordering::Relaxed), 1);
 }
 
+/// A query running longer than `idle_timeout` is not idle: it completes, and the
+/// connection stays usable.
+#[tokio::test(flavor = "multi_thread")]
+async fn idle_timeout_spares_a_running_query() {
+    let _cpu = timing_sensitive().await;
+    let mut config = test_config();
+    config.limits.idle_timeout = HumanDuration::from_secs(1);
+    let proxy = TestProxy::with_config(config);
+    let mut conn = connect(proxy.addr()).await.unwrap();
+    let slept: Option<u8> =
+        tokio::time::timeout(NO_HANG, conn.query_first("SELECT SLEEP(2.5)")).await.expect("no hang").unwrap();
+    assert_eq!(slept, Some(0), "SLEEP(2.5) was cut short");
+    echo(&mut conn, 7).await.expect("the connection outlives a query longer than idle_timeout");
+}
+
+/// A command with no response within `query_timeout` gets MySQL's statement-timeout
+/// error in its place; its connection closes, the others carry on.
+#[tokio::test(flavor = "multi_thread")]
+async fn query_timeout_answers_with_1969() {
+    let _cpu = timing_sensitive().await;
+    let mut config = test_config();
+    config.limits.query_timeout = HumanDuration::from_secs(1);
+    let proxy = TestProxy::with_config(config);
+    let mut stuck = connect(proxy.addr()).await.unwrap();
+    let mut other = connect(proxy.addr()).await.unwrap();
+    let started = Instant::now();
+    let result: mysql_async::Result<Option<u8>> =
+        tokio::time::timeout(NO_HANG, stuck.query_first("SELECT SLEEP(10)")).await.expect("no hang");
+    let elapsed = started.elapsed();
+    let Err(mysql_async::Error::Server(e)) = result else { panic!("expected ERR 1969, got {result:?}") };
+    assert_eq!((e.code, e.state.as_str()), (1969, "70100"), "{e:?}");
+    assert!(e.message.contains("query_timeout"), "{e:?}");
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4), "after {elapsed:?}");
+    assert!(echo(&mut stuck, 1).await.is_err(), "the timed-out connection is closed");
+    echo(&mut other, 2).await.expect("the other connection carries on");
+    let slept: Option<u8> = other.query_first("SELECT SLEEP(0.5)").await.unwrap();
+    assert_eq!(slept, Some(0), "a query within query_timeout completes");
+}
+
+/// Under a low open-file limit, the client that finds none left gets 1040 naming the fd
+/// limit (never a 1429 blaming the upstream); the process carries on and serves again once
+/// descriptors free up. rttscope also warns at start that the limit cannot hold
+/// `max_connections`.
+#[tokio::test(flavor = "multi_thread")]
+async fn out_of_file_descriptors_refuses_with_1040_naming_the_limit() {
+    const LIMIT: u64 = 64;
+    let yaml = format!(
+        "upstream: {}
+",
+        TestDb::shared().upstream_addr()
+    );
+    let proxy = ProxyProcess::start_with(rttscope_binary().unwrap(), &yaml, |cmd| {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit { rlim_cur: LIMIT, rlim_max: LIMIT };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    })
+    .unwrap();
+    assert!(proxy.log().contains("open-file limit cannot hold"), "no warning at start:\n{}", proxy.log());
+    let mut open = Vec::new();
+    let refusal = loop {
+        assert!(open.len() < LIMIT as usize, "{} connections under a limit of {LIMIT} fds", open.len());
+        match connect(proxy.listen()).await {
+            Ok(conn) => open.push(conn),
+            Err(mysql_async::Error::Server(e)) => break e,
+            Err(other) => panic!("after {} connections: {other:?}\n{}", open.len(), proxy.log()),
+        }
+    };
+    assert_eq!(refusal.code, 1040, "{refusal:?}");
+    assert!(refusal.message.contains(&format!("fd limit {LIMIT}")), "{refusal:?}");
+    assert!(open.len() >= 10, "only {} connections fit", open.len());
+    for mut conn in open.drain(..5) {
+        echo(&mut conn, 3).await.expect("connections open before the refusal still work");
+        conn.disconnect().await.unwrap();
+    }
+    // Descriptors came back: new clients are served again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut again = loop {
+        match connect(proxy.listen()).await {
+            Ok(conn) => break conn,
+            Err(e) => assert!(Instant::now() < deadline, "no connection after others closed: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    echo(&mut again, 4).await.unwrap();
+    assert!(proxy.log().contains("out of file descriptors"), "{}", proxy.log());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn many_concurrent_connections() {
     let _cpu = timing_sensitive().await;
@@ -270,10 +366,10 @@ async fn listen_and_upstream_flags_beat_the_file() {
     // The file's addresses are held, unlistened: connecting there fails unless rttscope
     // wrongly used them, and then it could not bind its listener either.
     let ((_held_listen, file_listen), (_held_upstream, nowhere)) = (refusing_addr(), refusing_addr());
-    let flag_listen = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let (flag_listen, admin) = free_listen_and_admin();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("rttscope.yaml");
-    let yaml = format!("listen: {file_listen}\nadmin: 127.0.0.1:{}\nupstream: {nowhere}\n", free_port());
+    let yaml = format!("listen: {file_listen}\nadmin: {admin}\nupstream: {nowhere}\n");
     std::fs::write(&config, yaml).unwrap();
     let child = Command::new(rttscope_binary().unwrap())
         .arg("--config")
@@ -366,4 +462,79 @@ async fn a_gigabyte_streams_in_constant_memory() {
     // VmHWM also catches a spike between two samples.
     let growth = peak.max(hwm).saturating_sub(baseline);
     assert!(growth < 2048, "RSS grew by {growth} KiB (baseline {baseline} KiB) streaming {direct} bytes");
+}
+
+/// Every key can come from the environment (`RTTSCOPE_*`) and from `--set`, over the file:
+/// flag > environment > file. Here the file names a server that refuses, the environment the
+/// real one and a limit of 5 connections, a flag a limit of 2.
+#[tokio::test(flavor = "multi_thread")]
+async fn settings_from_the_environment_and_flags_win_over_the_file() {
+    let (_refusing, nowhere) = refusing_addr();
+    let db = TestDb::shared().upstream_addr();
+    let yaml = format!("upstream: {nowhere}\n");
+    let proxy = ProxyProcess::start_with(rttscope_binary().unwrap(), &yaml, |cmd| {
+        cmd.env("RTTSCOPE_UPSTREAM_ADDRESS", db.to_string())
+            .env("RTTSCOPE_LIMITS_MAX_CONNECTIONS", "5")
+            .arg("--set")
+            .arg("limits.max_connections=2");
+    })
+    .unwrap();
+    // The readiness probe's connection may hold a slot a moment longer.
+    let mut held = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while held.len() < 2 {
+        match connect(proxy.listen()).await {
+            Ok(mut conn) => {
+                echo(&mut conn, 7).await.expect("the environment's upstream, not the file's");
+                held.push(conn);
+            }
+            Err(mysql_async::Error::Server(e)) if e.code == 1040 && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the environment's upstream, not the file's: {e:?}"),
+        }
+    }
+    match connect(proxy.listen()).await {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1040, "{e:?}"),
+        other => panic!("the flag's limit of 2 connections, not the environment's 5: {other:?}"),
+    }
+
+    // check-config shows the effective config, environment and flags included, and lists
+    // every problem of a bad file at once.
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.yaml");
+    std::fs::write(&good, "limits:\n  max_connections: 7\n").unwrap();
+    let out = Command::new(rttscope_binary().unwrap())
+        .args(["check-config", &good.display().to_string(), "--set", "limits.idle_timeout=90s"])
+        .env("RTTSCOPE_INJECT_RTT", "15ms")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    for needle in ["max_connections: 7", "idle_timeout: 90s", "\n  rtt: 15ms"] {
+        assert!(stdout.contains(needle), "no {needle:?} in\n{stdout}");
+    }
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "listne: 1\nlimits:\n  idle_timeout: soon\ninject:\n  rtts: 5ms\n").unwrap();
+    let out = check_config(&bad);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    for needle in ["bad.yaml:1: listne", "bad.yaml:3: limits.idle_timeout", "bad.yaml:5: inject.rtts"] {
+        assert!(stderr.contains(needle), "no {needle:?} in\n{stderr}");
+    }
+}
+
+/// A warning about the whole configuration is logged once at start, not per connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn fixed_buffer_warning_is_logged_once_not_per_connection() {
+    let db = TestDb::shared().upstream_addr();
+    let yaml = format!("upstream: {db}\nrelay:\n  upstream_sndbuf: 64KiB\n");
+    let proxy = ProxyProcess::start(&yaml).unwrap();
+    for n in 0..3 {
+        let mut conn = connect(proxy.listen()).await.unwrap();
+        echo(&mut conn, n).await.unwrap();
+        conn.disconnect().await.unwrap();
+    }
+    let log = proxy.log();
+    assert_eq!(log.matches("relay.upstream_sndbuf is set").count(), 1, "{log}");
 }

@@ -7,218 +7,14 @@
 //! Run with `--nocapture` to read the verdicts and the figures behind them. Tests that cannot
 //! run here (not root, no TUN) print `skipped: <why>` and pass.
 
+mod link_rig;
+
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use link_rig::*;
 use mysql_async::prelude::*;
-use rttscope_integration_tests::mariadb::{DB, NATIVE, NamespacedDb, TestDb};
-use rttscope_integration_tests::process::ProxyProcess;
 use rttscope_integration_tests::wan::{WanConfig, WanLink};
-use serde_json::Value;
-
-const RTT: Duration = Duration::from_millis(20);
-const LINK_BPS: u64 = 100_000_000;
-/// The story's 22 MB result set, made by the server as fast as it can send it.
-const BULK_SQL: &str = "SELECT REPEAT('x', 1000) FROM seq_1_to_22000";
-/// Under a receive window of ~19 KB per round trip 22 MB would take 25 s; 4 MB shows the
-/// same steady state in 4 s (the verdict depends on the shape of a transfer, not
-/// its length, beyond `link.large_transfer`).
-const SMALLER_SQL: &str = "SELECT REPEAT('x', 1000) FROM seq_1_to_4000";
-/// Large responses carry at least this many bytes; smaller verdicts are not ours.
-const LARGE: u64 = 3_000_000;
-
-/// The tests measure time on a 2-core machine: one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A link, a server at its far end and rttscope at its near end. Fields drop in order:
-/// rttscope, then the server, then the namespaces.
-struct Rig {
-    proxy: ProxyProcess,
-    db: NamespacedDb,
-    link: WanLink,
-}
-
-impl Rig {
-    /// Sysctls are written before the server and rttscope start, so every socket sees them.
-    fn start(server_sysctls: &[(&str, &str)], client_sysctls: &[(&str, &str)]) -> Option<Rig> {
-        if let Err(why) = WanLink::available() {
-            eprintln!("skipped: {why}");
-            return None;
-        }
-        let mut config = WanConfig {
-            rtt: RTT,
-            bandwidth_bps: Some(LINK_BPS),
-            queue_bytes: 0,
-        };
-        config.queue_bytes = config.bdp_bytes();
-        let link = WanLink::start(config).expect("start WAN link");
-        for (ns, sysctls) in [
-            (link.server_ns(), server_sysctls),
-            (link.client_ns(), client_sysctls),
-        ] {
-            for (key, value) in sysctls {
-                link.set_sysctl(ns, key, value).expect("set sysctl");
-                eprintln!(
-                    "{ns}: {key} = {:?}",
-                    link.sysctl(ns, key).expect("read back")
-                );
-            }
-        }
-        let db = TestDb::start_in_namespace(link.server_ns(), link.server_ip())
-            .expect("MariaDB in the server namespace");
-        let yaml = format!("upstream: {}\n", db.upstream_addr());
-        let proxy = ProxyProcess::start_in_namespace(&link, link.client_ns(), &yaml)
-            .expect("rttscope in the client namespace");
-        Some(Rig { proxy, db, link })
-    }
-
-    /// `GET path` from the admin API, which only the client namespace can reach.
-    fn admin(&self, path: &str) -> Value {
-        let base = format!("http://{}", self.proxy.admin());
-        let body = self
-            .link
-            .in_namespace(self.link.client_ns(), || {
-                rttscope::admin::client::get(&base, path)
-            })
-            .expect("enter client ns")
-            .unwrap_or_else(|e| panic!("{e}\n{}", self.proxy.log()));
-        serde_json::from_str(&body).expect("admin JSON")
-    }
-
-    /// The newest verdict that `pick` accepts, waiting for the collector to catch up.
-    fn verdict(&self, pick: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            let report = self.admin("/report");
-            let links = report["links"].as_array().cloned().unwrap_or_default();
-            if let Some(v) = links.iter().rev().find(|v| pick(v)) {
-                return v.clone();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no such verdict in /report links: {links:#?}\n{}",
-                self.proxy.log()
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn large_verdict(&self) -> Value {
-        self.verdict(|v| v["bytes"].as_u64().unwrap_or(0) >= LARGE)
-    }
-
-    /// `mariadb --quick` in the client namespace, through rttscope, output to /dev/null: a
-    /// reader that takes rows as fast as they come (mysql_use_result, C).
-    fn stream(&self, sql: &str) -> Child {
-        self.mariadb(sql)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn mariadb")
-    }
-
-    /// Like [`stream`](Self::stream), with the rows on a pipe for the test to read.
-    fn stream_to_pipe(&self, sql: &str) -> Child {
-        self.mariadb(sql)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn mariadb")
-    }
-
-    fn mariadb(&self, sql: &str) -> Command {
-        let cli = self
-            .db
-            .mariadb_cli(self.proxy.listen(), NATIVE.user, NATIVE.password, Some(DB));
-        let mut cmd = self
-            .link
-            .command(self.link.client_ns(), &cli.get_program().to_string_lossy());
-        cmd.args(cli.get_args())
-            .args(["--quick", "--skip-column-names", "-e", sql])
-            .stderr(Stdio::piped());
-        cmd
-    }
-
-    /// Runs `f` with a mysql_async connection through rttscope, on a thread inside the client
-    /// namespace with a runtime of its own (sockets belong to the creating thread's namespace).
-    fn with_conn<T: Send, F, Fut>(&self, f: F) -> T
-    where
-        F: FnOnce(mysql_async::Conn) -> Fut + Send,
-        Fut: Future<Output = T>,
-    {
-        let opts = self
-            .db
-            .opts_via(self.proxy.listen(), NATIVE.user, NATIVE.password);
-        self.link
-            .in_namespace(self.link.client_ns(), move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("runtime");
-                rt.block_on(async move {
-                    f(mysql_async::Conn::new(opts)
-                        .await
-                        .expect("connect through rttscope"))
-                    .await
-                })
-            })
-            .expect("enter client ns")
-    }
-}
-
-/// Waits for a `mariadb` child and checks it succeeded; returns how long it took from `since`.
-fn finish(child: Child, since: Instant) -> Duration {
-    let out = child.wait_with_output().expect("wait for mariadb");
-    assert!(
-        out.status.success(),
-        "mariadb failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    since.elapsed()
-}
-
-fn mbit(bytes_per_second: f64) -> f64 {
-    bytes_per_second * 8.0 / 1e6
-}
-
-fn num(v: &Value, key: &str) -> f64 {
-    v[key]
-        .as_f64()
-        .unwrap_or_else(|| panic!("verdict without {key}: {v}"))
-}
-
-/// Prints the verdict whole, then the figures that decide it on one line.
-fn show(what: &str, v: &Value) {
-    eprintln!(
-        "{what}: verdict {}",
-        serde_json::to_string_pretty(v).unwrap_or_default()
-    );
-    let duration = num(v, "duration_us");
-    let share = |key: &str| 100.0 * num(v, key) / duration.max(1.0);
-    eprintln!(
-        "{what}: limit {} | {:.1} Mbit/s ({:.2} MB in {:.2} s) | bytes/RTT {} | advertised window {} | rcvbuf {} | \
-         idle {:.0}% | held off {:.0}% | server pauses {} ({:.0}%) | rtt {} µs, base {} µs | {} samples",
-        v["limit"],
-        mbit(num(v, "throughput")),
-        num(v, "bytes") / 1e6,
-        duration / 1e6,
-        v["bytes_per_rtt"],
-        v["advertised_window"],
-        v["receive_buffer"],
-        share("idle_us"),
-        share("held_off_us"),
-        v["server_pauses"],
-        share("server_pause_us"),
-        v["rtt_us"],
-        v["base_rtt_us"],
-        v["samples"],
-    );
-}
-
 #[test]
 fn default_buffers_are_link_limited() {
     let _serial = serial();
@@ -229,28 +25,47 @@ fn default_buffers_are_link_limited() {
     let elapsed = finish(rig.stream(BULK_SQL), started);
     let v = rig.large_verdict();
     show("defaults", &v);
-    eprintln!(
-        "defaults: client saw the query take {:.2} s; {:?}",
-        elapsed.as_secs_f64(),
-        rig.link.stats()
-    );
+    eprintln!("defaults: client saw the query take {:.2} s; {:?}", elapsed.as_secs_f64(), rig.link.stats());
     assert_eq!(v["limit"], "link", "{}", v["summary"]);
     let bps = num(&v, "throughput") * 8.0;
+    assert!(bps >= 0.8 * LINK_BPS as f64, "{:.1} Mbit/s is below 80 % of the link", bps / 1e6);
+}
+
+#[test]
+fn a_path_below_expectations_is_explained_and_the_host_checked_against_it() {
+    let _serial = serial();
+    // Expected: a 1 Gbit/s, 5 ms link; the line is 100 Mbit/s at 20 ms. rttscope's host may
+    // send at most 256 KiB per round trip: too little for the path as measured.
+    let expected = "link:\n  expected_rtt: 5ms\n  expected_bandwidth: 1gbit\n";
+    let Some(rig) =
+        Rig::start_configured(&[], &[("net.ipv4.tcp_wmem", "4096 16384 262144")], Default::default(), expected)
+    else {
+        return;
+    };
+    let started = Instant::now();
+    finish(rig.stream(BULK_SQL), started);
+    let v = rig.large_verdict();
+    show("expected", &v);
+    assert_eq!(v["limit"], "link", "{}", v["summary"]);
+    let summary = v["summary"].as_str().unwrap_or_default();
+    let share = 100.0 * num(&v, "throughput") / 125e6;
     assert!(
-        bps >= 0.8 * LINK_BPS as f64,
-        "{:.1} Mbit/s is below 80 % of the link",
-        bps / 1e6
+        summary.contains(&format!("that is {share:.0}% of the 125.0 MB/s expected (link.expected_bandwidth)")),
+        "{summary}"
     );
+    assert!(summary.contains("× the 5.00 ms expected (link.expected_rtt)"), "{summary}");
+    // At start-up the host was checked against the configured link; after the transfer, against
+    // the measured one (a warning of its own, with the measured rate).
+    let log = rig.proxy.log();
+    let measured = log.lines().find(|l| l.contains("net.ipv4.tcp_wmem max is 262144") && l.contains("measured_bps"));
+    assert!(measured.is_some(), "no check against the measured path:\n{log}");
 }
 
 /// rttscope's live reading of its upstream socket's SO_RCVBUF.
 fn upstream_rcvbuf(rig: &Rig) -> Option<(u64, u64)> {
     let conns = rig.admin("/connections");
     let c = conns.as_array()?.first()?;
-    Some((
-        c["link"]["upstream"]["rcvbuf"].as_u64()?,
-        c["bytes_down"].as_u64().unwrap_or(0),
-    ))
+    Some((c["link"]["upstream"]["rcvbuf"].as_u64()?, c["bytes_down"].as_u64().unwrap_or(0)))
 }
 
 #[test]
@@ -277,15 +92,8 @@ fn upstream_receive_buffer_grows_under_load() {
     finish(child, started);
     show("buffers", &rig.large_verdict());
     let before = before.expect("a reading of the connection before the transfer");
-    let bdp = WanConfig {
-        rtt: RTT,
-        bandwidth_bps: Some(LINK_BPS),
-        queue_bytes: 0,
-    }
-    .bdp_bytes() as u64;
-    eprintln!(
-        "buffers: upstream rcvbuf {before} before, {peak} at most during the 22 MB transfer (BDP {bdp})"
-    );
+    let bdp = WanConfig { rtt: RTT, bandwidth_bps: Some(LINK_BPS), queue_bytes: 0 }.bdp_bytes() as u64;
+    eprintln!("buffers: upstream rcvbuf {before} before, {peak} at most during the 22 MB transfer (BDP {bdp})");
     assert!(
         peak >= 2 * before && peak >= bdp,
         "autotuning should grow the upstream receive buffer past the BDP: {before} → {peak}"
@@ -303,8 +111,7 @@ struct SenderReading {
 
 /// `key:value` fields of `ss -tinm` output, e.g. `bytes_acked:123`, `rtt:20.5/0.3`.
 fn ss_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    text.split_whitespace()
-        .find_map(|t| t.strip_prefix(key)?.strip_prefix(':'))
+    text.split_whitespace().find_map(|t| t.strip_prefix(key)?.strip_prefix(':'))
 }
 
 fn read_sender(link: &WanLink) -> Option<SenderReading> {
@@ -316,21 +123,14 @@ fn read_sender(link: &WanLink) -> Option<SenderReading> {
     let text = String::from_utf8_lossy(&out.stdout);
     let field = |key| ss_field(&text, key).and_then(|v: &str| v.parse::<u64>().ok());
     let srtt_ms = ss_field(&text, "rtt")?.split('/').next()?.parse().ok()?;
-    let sndbuf = text.split_once("skmem:(").and_then(|(_, m)| {
-        m.split(',')
-            .find_map(|f| f.strip_prefix("tb")?.parse().ok())
-    });
+    let sndbuf =
+        text.split_once("skmem:(").and_then(|(_, m)| m.split(',').find_map(|f| f.strip_prefix("tb")?.parse().ok()));
     // Bytes sent and not yet acknowledged: exactly what a window-limited sender keeps in the
     // pipe. (`unacked` counts segments, and segments need not be full MSS.) `bytes_sent`
     // counts retransmissions too.
     let sent = field("bytes_sent")?.saturating_sub(field("bytes_retrans").unwrap_or(0));
     let in_flight = sent.saturating_sub(field("bytes_acked")?);
-    Some(SenderReading {
-        in_flight,
-        srtt_ms,
-        notsent: field("notsent").unwrap_or(0),
-        sndbuf: sndbuf.unwrap_or(0),
-    })
+    Some(SenderReading { in_flight, srtt_ms, notsent: field("notsent").unwrap_or(0), sndbuf: sndbuf.unwrap_or(0) })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -368,16 +168,10 @@ fn pinned_server_send_buffer_is_the_sender() {
     let elapsed = finish(child, started);
     let v = rig.large_verdict();
     show("sender", &v);
-    assert!(
-        readings.len() >= 20,
-        "too few ss readings of the server socket: {readings:?}"
-    );
+    assert!(readings.len() >= 20, "too few ss readings of the server socket: {readings:?}");
     let stat = |f: fn(&SenderReading) -> f64| {
         let values: Vec<f64> = readings.iter().map(f).collect();
-        (
-            values.iter().sum::<f64>() / values.len() as f64,
-            median(values),
-        )
+        (values.iter().sum::<f64>() / values.len() as f64, median(values))
     };
     let (in_flight, in_flight_median) = stat(|r| r.in_flight as f64);
     let (srtt_ms, _) = stat(|r| r.srtt_ms);
@@ -416,10 +210,7 @@ fn capped_receive_buffer_is_the_receive_window() {
     let elapsed = finish(rig.stream(SMALLER_SQL), started);
     let v = rig.large_verdict();
     show("receive window", &v);
-    eprintln!(
-        "receive window: the client saw {:.2} s",
-        elapsed.as_secs_f64()
-    );
+    eprintln!("receive window: the client saw {:.2} s", elapsed.as_secs_f64());
     assert_eq!(v["limit"], "receive_window", "{}", v["summary"]);
 }
 
@@ -457,10 +248,7 @@ fn slow_reader_is_the_client_reader() {
     let elapsed = finish(child, started);
     let v = rig.large_verdict();
     show("slow reader", &v);
-    eprintln!(
-        "slow reader: took {read} bytes of output in {:.2} s",
-        elapsed.as_secs_f64()
-    );
+    eprintln!("slow reader: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
     assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
 }
 
@@ -473,10 +261,7 @@ fn a_thousand_point_selects_are_latency() {
     let elapsed = rig.with_conn(|mut conn| async move {
         let started = Instant::now();
         for i in 0..1000u64 {
-            let got: Option<u64> = conn
-                .exec_first("SELECT ?", (i,))
-                .await
-                .expect("point select");
+            let got: Option<u64> = conn.exec_first("SELECT ?", (i,)).await.expect("point select");
             assert_eq!(got, Some(i));
         }
         let elapsed = started.elapsed();
@@ -484,10 +269,7 @@ fn a_thousand_point_selects_are_latency() {
         elapsed
     });
     let v = rig.verdict(|v| v["limit"] == "latency");
-    eprintln!(
-        "latency: verdict {}",
-        serde_json::to_string_pretty(&v).unwrap_or_default()
-    );
+    eprintln!("latency: verdict {}", serde_json::to_string_pretty(&v).unwrap_or_default());
     eprintln!(
         "latency: 1000 point selects took {:.2} s ({:.2} ms each); verdict: {} round trips in {:.2} s at base RTT {} µs",
         elapsed.as_secs_f64(),

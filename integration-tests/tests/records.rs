@@ -1,13 +1,13 @@
 //! What rttscope records for known workloads, exactly: counts, round trips,
 //! rows, and bytes equal to what the client really sent and received.
 
-use mysql_async::prelude::*;
 use mysql_async::Conn;
+use mysql_async::prelude::*;
 use rttscope::fingerprint::Fingerprinter;
 use rttscope::record::{Aggregates, QueryStats};
 use rttscope_integration_tests::counting::counting_relay;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
-use rttscope_integration_tests::proxy::{test_config, TestProxy};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
 
 fn stats_for(a: &Aggregates, sql: &str) -> Option<QueryStats> {
     let id = Fingerprinter::new().fingerprint(sql.as_bytes()).id;
@@ -32,7 +32,9 @@ async fn a_thousand_point_selects_are_one_statement() {
         let v: Option<String> = conn.query_first(format!("SELECT v FROM points WHERE id = {id}")).await.unwrap();
         assert_eq!(v, Some(format!("v{id}")));
     }
-    let q = proxy.wait_for("1000 point selects", |a| stats_for(a, "SELECT v FROM points WHERE id = 1").filter(|q| q.count == 1000));
+    let q = proxy.wait_for("1000 point selects", |a| {
+        stats_for(a, "SELECT v FROM points WHERE id = 1").filter(|q| q.count == 1000)
+    });
     assert_eq!(q.text.as_ref(), "select v from points where id = ?");
     assert_eq!((q.count, q.round_trips, q.rows_sum, q.rows_max, q.errors), (1000, 1000, 1000, 1, 0));
     assert_eq!(command_count(&q, "COM_QUERY"), 1000);
@@ -60,7 +62,11 @@ async fn prepared_statements_are_attributed_to_their_sql() {
     assert_eq!(q.round_trips, 501, "one prepare and 500 executes; the close has no reply");
     assert_eq!(q.rows_sum, 500);
     assert_eq!(
-        (command_count(&q, "COM_STMT_PREPARE"), command_count(&q, "COM_STMT_EXECUTE"), command_count(&q, "COM_STMT_CLOSE")),
+        (
+            command_count(&q, "COM_STMT_PREPARE"),
+            command_count(&q, "COM_STMT_EXECUTE"),
+            command_count(&q, "COM_STMT_CLOSE")
+        ),
         (1, 500, 1)
     );
 }
@@ -107,7 +113,11 @@ async fn distinct_statements_fold_into_other() {
         let listed = a.queries();
         let executions: u64 = listed.iter().map(|q| q.count).sum();
         let other = listed.iter().find(|q| q.fingerprint == rttscope::record::OTHER_FINGERPRINT).map(|q| q.count);
-        listed.iter().any(|q| q.text.as_ref() == "select sleep(?) as slowest").then_some((listed.len(), executions, other))
+        listed.iter().any(|q| q.text.as_ref() == "select sleep(?) as slowest").then_some((
+            listed.len(),
+            executions,
+            other,
+        ))
     });
     assert!(classes <= 2 * 10 + 1, "{classes} classes tracked");
     assert!(other_count.unwrap_or(0) > 0, "some classes were folded");

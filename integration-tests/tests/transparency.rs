@@ -8,6 +8,7 @@ use mysql_async::prelude::*;
 use mysql_async::{ChangeUserOpts, Column, Conn, Row, Value, WhiteListFsHandler};
 use rttscope_integration_tests::mariadb::{ED25519, NATIVE, OTHER, TestDb};
 use rttscope_integration_tests::proxy::TestProxy;
+use rttscope_integration_tests::skip;
 
 /// Where a workload runs: straight at the server, or through rttscope.
 fn targets(proxy: &TestProxy) -> [(&'static str, SocketAddr); 2] {
@@ -95,12 +96,21 @@ async fn every_column_type_by_text_and_binary_protocol() {
         conn.query_drop(TYPES_TABLE).await.unwrap();
         conn.query_drop(TYPES_ROWS).await.unwrap();
         let text = all_sets(conn.query_iter("SELECT * FROM types ORDER BY id").await.unwrap()).await;
-        let binary = all_sets(conn.exec_iter("SELECT * FROM types WHERE id >= ? ORDER BY id", (0,)).await.unwrap()).await;
+        let binary =
+            all_sets(conn.exec_iter("SELECT * FROM types WHERE id >= ? ORDER BY id", (0,)).await.unwrap()).await;
         // Binary parameters of every kind, round-tripped through the server.
         let echoed: Vec<Row> = conn
             .exec(
                 "SELECT ?, ?, ?, ?, ?, ?, ?",
-                (i64::MIN, u64::MAX, -1.5f64, "utf8 ✓ 🦀", vec![0u8, 255, 10], Value::NULL, Value::Date(2024, 2, 29, 23, 59, 58, 123456)),
+                (
+                    i64::MIN,
+                    u64::MAX,
+                    -1.5f64,
+                    "utf8 ✓ 🦀",
+                    vec![0u8, 255, 10],
+                    Value::NULL,
+                    Value::Date(2024, 2, 29, 23, 59, 58, 123456),
+                ),
             )
             .await
             .unwrap();
@@ -126,9 +136,11 @@ async fn multi_statements_and_multi_result_procedures() {
         .await
         .unwrap();
         let statements = all_sets(
-            conn.query_iter("SELECT 1 AS one; INSERT INTO multi VALUES (1),(2),(3); SELECT a FROM multi ORDER BY a; DO 1")
-                .await
-                .unwrap(),
+            conn.query_iter(
+                "SELECT 1 AS one; INSERT INTO multi VALUES (1),(2),(3); SELECT a FROM multi ORDER BY a; DO 1",
+            )
+            .await
+            .unwrap(),
         )
         .await;
         let call_text = all_sets(conn.query_iter("CALL two_sets(7)").await.unwrap()).await;
@@ -149,7 +161,7 @@ async fn multi_statements_and_multi_result_procedures() {
 async fn a_20_mib_row_both_ways() {
     let db = TestDb::shared();
     if db.max_allowed_packet() < 48 << 20 {
-        eprintln!("skipped: the server's max_allowed_packet ({}) is below 48 MiB", db.max_allowed_packet());
+        skip(format!("the server's max_allowed_packet ({}) is below 48 MiB", db.max_allowed_packet()));
         return;
     }
     let proxy = TestProxy::start();
@@ -219,17 +231,21 @@ async fn change_user_and_reset_connection() {
     let mut conn = connect(proxy.addr()).await;
     let current = |c: &str| c.split('@').next().unwrap_or_default().to_owned();
 
-    conn.change_user(ChangeUserOpts::default().with_user(Some(OTHER.user.into())).with_pass(Some(OTHER.password.into())))
-        .await
-        .unwrap();
+    conn.change_user(
+        ChangeUserOpts::default().with_user(Some(OTHER.user.into())).with_pass(Some(OTHER.password.into())),
+    )
+    .await
+    .unwrap();
     let who: String = conn.query_first("SELECT CURRENT_USER()").await.unwrap().unwrap();
     assert_eq!(current(&who), OTHER.user);
 
     if db.has_ed25519() {
         // The server answers with an auth switch to client_ed25519: a second round trip.
-        conn.change_user(ChangeUserOpts::default().with_user(Some(ED25519.user.into())).with_pass(Some(ED25519.password.into())))
-            .await
-            .unwrap();
+        conn.change_user(
+            ChangeUserOpts::default().with_user(Some(ED25519.user.into())).with_pass(Some(ED25519.password.into())),
+        )
+        .await
+        .unwrap();
         let who: String = conn.query_first("SELECT CURRENT_USER()").await.unwrap().unwrap();
         assert_eq!(current(&who), ED25519.user);
     }

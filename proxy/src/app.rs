@@ -6,93 +6,199 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use rttscope_config::Config;
+use rttscope_config::{ADMIN_TOKEN_ENV, AdminToken, Config};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::admin::token::{self, TokenError};
 use crate::admin::{self, AdminState};
-use crate::findings::{FindingsConsumer, FindingsEngine};
+use crate::findings::{Emulated, FindingsConsumer, FindingsEngine};
 use crate::inject::InjectControl;
-use crate::link::{self, Links, LinksConsumer};
-use crate::record::{micros, Aggregates, Collector, EventSink};
-use crate::relay::Proxy;
+use crate::link::{self, Expected, LinkEvent, LinkSink, Links};
+use crate::live::LiveRegistry;
+use crate::record::{Aggregates, Collector, CommandMetrics, EventSink, Windows, WindowsConsumer, micros};
+use crate::relay::{Observation, Proxy, StartError};
+use crate::report::snapshots::{self, Snapshots};
+use crate::sqlview::SqlView;
+
+/// Why rttscope could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The MySQL side: a listen address or TLS.
+    #[error(transparent)]
+    Proxy(#[from] StartError),
+    /// The admin API's address.
+    #[error("cannot listen on {addr} for the admin API: {source}")]
+    Admin {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// The admin token: missing beyond loopback, unreadable, or too weak.
+    #[error(transparent)]
+    AdminToken(#[from] TokenError),
+}
 
 pub struct Rttscope {
     config: Arc<Config>,
     proxy: Proxy,
-    admin: TcpListener,
+    /// The admin API's listener and token; `None` with `admin: off`.
+    admin: Option<(TcpListener, Option<AdminToken>)>,
     collector: Collector,
+    link_events: tokio::sync::mpsc::Receiver<LinkEvent>,
     state: Arc<AdminState>,
 }
 
 impl Rttscope {
-    /// Binds the MySQL listener and the admin API.
-    pub async fn bind(config: Arc<Config>) -> io::Result<Rttscope> {
+    /// Binds the MySQL listeners and the admin API, and sets up TLS.
+    pub async fn bind(config: Arc<Config>) -> Result<Rttscope, BindError> {
         let (sink, rx) = EventSink::channel(config.record.event_queue);
         let now = micros(tokio::time::Instant::now());
-        let aggregates = Arc::new(Mutex::new(Aggregates::new(config.record.max_fingerprints, now)));
+        let mut aggregates = Aggregates::new(config.record.max_fingerprints, now);
+        aggregates.metrics = CommandMetrics::new(config.metrics.top_statements);
+        let aggregates = Arc::new(Mutex::new(aggregates));
         let dropped = sink.dropped_counter();
+        let windows = Arc::new(Mutex::new(Windows::new(
+            config.report.window_resolution.get(),
+            config.report.window_max.get(),
+            config.record.max_fingerprints,
+            now,
+            dropped.clone(),
+        )));
         let events = config.record.enabled.then_some(sink);
         let sysctls = link::startup_check(&config);
         let inject = Arc::new(InjectControl::new(config.inject.clone()));
         if config.inject.is_active() {
             tracing::info!("emulated link on: {}", crate::inject::describe(&config.inject));
         }
-        let proxy = Proxy::bind(config.clone(), events, Some(inject.clone()), sysctls.tcp_rmem.map(|[_, _, max]| max)).await?;
-        let admin = TcpListener::bind(config.admin).await.map_err(|e| io::Error::new(e.kind(), format!("admin API on {}: {e}", config.admin)))?;
-        let findings = Arc::new(Mutex::new(FindingsEngine::new(config.findings.clone())));
-        let expected_bps = config.link.expected_bandwidth.map(|b| b.bits_per_second());
-        let links = Arc::new(Mutex::new(Links::new(sysctls, expected_bps)));
+        let (link_sink, link_events) = LinkSink::channel(config.record.event_queue);
+        let live = Arc::new(LiveRegistry::default());
+        let observation = Observation {
+            events,
+            link_events: link_sink,
+            live: live.clone(),
+            inject: Some(inject.clone()),
+            rmem_max: sysctls.tcp_rmem.map(|[_, _, max]| max),
+        };
+        // Before anything binds: a wide-open admin API must not even start listening.
+        let admin_token = match config.admin.enabled {
+            true => Some(token::resolve(&config.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?),
+            false => None,
+        };
+        let mut proxy = Proxy::bind(config.clone(), observation).await?;
+        let admin = match admin_token {
+            Some(token) => {
+                let addr = config.admin.address;
+                let listener = TcpListener::bind(addr).await.map_err(|source| BindError::Admin { addr, source })?;
+                Some((listener, token))
+            }
+            None => None,
+        };
+        let mut engine = FindingsEngine::new(config.findings.clone());
+        engine.keep_recent(config.report.window_max.get());
+        let findings = Arc::new(Mutex::new(engine));
+        let expected = Expected::new(
+            config.link.expected_rtt.map(|d| d.0),
+            config.link.expected_bandwidth.map(|b| b.bits_per_second()),
+        );
+        let links = Arc::new(Mutex::new(Links::new(sysctls, expected)));
+        let metrics = admin::collectors::registry(admin::collectors::Sources {
+            relay: proxy.stats(),
+            dropped: dropped.clone(),
+            buffers: proxy.buffers(),
+            aggregates: aggregates.clone(),
+            findings: findings.clone(),
+            links: links.clone(),
+            inject: inject.clone(),
+            server_address: config.upstream.address.host().to_owned(),
+        });
         let state = Arc::new(AdminState {
             config: config.clone(),
             aggregates: aggregates.clone(),
+            windows: windows.clone(),
             findings: findings.clone(),
             links: links.clone(),
             inject,
             relay: proxy.stats(),
+            live,
             dropped,
+            tls_ca: proxy.generated_ca(),
+            metrics,
         });
+        if config.sql_view.enabled {
+            proxy.answer_locally(Arc::new(SqlView::new(state.clone(), config.sql_view)));
+        }
         let mut collector = Collector::new(rx, aggregates);
-        collector.add_consumer(Box::new(FindingsConsumer(findings)));
-        collector.add_consumer(Box::new(LinksConsumer(links)));
-        Ok(Rttscope { config, proxy, admin, collector, state })
+        collector.add_consumer(Box::new(WindowsConsumer(windows)));
+        let emulation = state.inject.clone();
+        collector.add_consumer(Box::new(FindingsConsumer::new(findings, move || Emulated::of(&emulation.current()))));
+        Ok(Rttscope { config, proxy, admin, collector, link_events, state })
     }
 
     pub fn mysql_addr(&self) -> io::Result<SocketAddr> {
         self.proxy.local_addr()
     }
 
+    /// Every address clients connect to, as logs name them.
+    pub fn listening(&self) -> Vec<String> {
+        self.proxy.listening()
+    }
+
+    /// The admin API's address; an error with `admin: off`.
     pub fn admin_addr(&self) -> io::Result<SocketAddr> {
-        self.admin.local_addr()
+        match &self.admin {
+            Some((listener, _)) => listener.local_addr(),
+            None => Err(io::Error::new(io::ErrorKind::NotConnected, "the admin API is off (admin: off)")),
+        }
     }
 
     pub fn state(&self) -> Arc<AdminState> {
         self.state.clone()
     }
 
-    /// Serves until `shutdown`, drains, lets the collector apply every
-    /// record, writes the final report (if `report.path` is set), and only
+    /// Serves until `shutdown` (writing snapshots every `report.every` meanwhile), drains,
+    /// lets the collector apply every record, writes the final report (if `report.path`
+    /// is set), and only
     /// then stops the admin API, so it stays readable while draining.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-        let Rttscope { config, proxy, admin, collector, state } = self;
+        let Rttscope { config, proxy, admin, collector, link_events, state } = self;
         let collector = tokio::spawn(collector.run());
+        let link_collector = tokio::spawn(link::collect(link_events, state.links.clone()));
         let stop_admin = CancellationToken::new();
-        let admin_task = tokio::spawn(admin::serve(admin, state.clone(), stop_admin.clone().cancelled_owned()));
+        let admin_task = admin.map(|(listener, token)| {
+            tokio::spawn(admin::serve(listener, state.clone(), token, stop_admin.clone().cancelled_owned()))
+        });
+        let stop_snapshots = CancellationToken::new();
+        let snapshot_task = config.report.snapshots().map(|(every, dir)| {
+            let snapshots = Snapshots { dir: dir.to_owned(), format: config.report.format, keep: config.report.keep };
+            tracing::info!(dir = %dir.display(), every = %humantime::format_duration(every), "writing report snapshots");
+            let of = state.clone();
+            tokio::spawn(snapshots::run(every, snapshots, Arc::new(move || of.report()), stop_snapshots.clone()))
+        });
         let served = proxy.run(shutdown).await;
         // Every sender is gone once the relay has stopped: this ends when the
         // last record is applied.
         let _ = collector.await;
+        let _ = link_collector.await;
+        // The final report (below) supersedes snapshots; one being written finishes first.
+        stop_snapshots.cancel();
+        if let Some(task) = snapshot_task {
+            let _ = task.await;
+        }
         if let Some(path) = &config.report.path {
-            match admin::write_report(&state.report(), config.report.format, path) {
+            match crate::report::write(&state.report(), config.report.format, path) {
                 Ok(()) => tracing::info!(path = %path.display(), "final report written"),
                 Err(e) => tracing::error!(path = %path.display(), error = %e, "cannot write the final report"),
             }
         }
         stop_admin.cancel();
-        match admin_task.await {
-            Ok(Err(e)) => tracing::warn!(error = %e, "admin API stopped with an error"),
-            Err(e) => tracing::warn!(error = %e, "admin API task failed"),
-            Ok(Ok(())) => {}
+        if let Some(task) = admin_task {
+            match task.await {
+                Ok(Err(e)) => tracing::warn!(error = %e, "admin API stopped with an error"),
+                Err(e) => tracing::warn!(error = %e, "admin API task failed"),
+                Ok(Ok(())) => {}
+            }
         }
         served
     }

@@ -17,10 +17,12 @@
 //! | `IN (SELECT ...)` | `in (select ...)` — not collapsed |
 //! | `VALUES (1,'a'), (2,'b')` | `values(?+)` |
 //! | `VALUES (1, NOW()), (2, NOW())` | `values (?, now())` — repeats of the first tuple dropped |
-//! | `LIMIT 10`, `LIMIT 20, 10`, `LIMIT 10 OFFSET 20` | `limit ?`, `limit ?, ?`, `limit ? offset ?` |
+//! | `LIMIT 10`, `LIMIT 20, 10`, `LIMIT 10 OFFSET 20` | `limit ?`, `limit ?, ?`, `limit ? offset ?` (the numbers are [`Fingerprint::paging`]; placeholders there, [`Fingerprint::limit_params`]) |
 //! | keywords and unquoted identifiers | lower case |
 //! | `` `Backticked Name` `` | kept verbatim, backticks included (unambiguous, as in pt-query-digest) |
-//! | `/* */`, `/*! */`, `/*+ */`, `-- ` and `#` comments | removed (read for a `traceparent` first) |
+//! | `/* */`, `/*! */`, `-- ` and `#` comments | removed (read for sqlcommenter tags first) |
+//! | `/*+ INDEX(t i) */` optimizer hints | kept, normalised like the rest: `/*+ index(t i) */` |
+//! | `"..."` | `?`, whether a string or (under `ANSI_QUOTES`) a name: see [`SqlMode`] |
 //! | whitespace runs | one space; none after `(` or before `,` `)`; always one after `,` |
 //! | `SELECT 1; SELECT 2;` | `select ?; select ?` (empty statements and the final `;` dropped) |
 //!
@@ -31,15 +33,22 @@
 
 mod facts;
 mod lexer;
+mod mode;
 mod normalise;
+mod sqlcommenter;
 mod trace;
 mod value;
 
+#[cfg(test)]
+mod privacy_tests;
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
 use std::str::FromStr;
+
+pub use mode::{SqlMode, sql_mode_assigned};
+pub use sqlcommenter::{Tags, decode as decode_tag};
 
 /// At most this many literal values are hashed into [`Fingerprint::values`].
 pub const MAX_VALUES: usize = 16;
@@ -70,9 +79,7 @@ impl FromStr for FingerprintId {
         if s.len() != 16 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
             return Err(ParseFingerprintIdError);
         }
-        u64::from_str_radix(s, 16)
-            .map(FingerprintId)
-            .map_err(|_| ParseFingerprintIdError)
+        u64::from_str_radix(s, 16).map(FingerprintId).map_err(|_| ParseFingerprintIdError)
     }
 }
 
@@ -105,12 +112,60 @@ impl StatementKind {
     }
 }
 
+/// The W3C trace id of a `traceparent` value (`00-<trace>-<span>-01`), as a number: how a
+/// `traceparent` query attribute links statements of one request, as the comment does.
+pub fn traceparent(value: &[u8]) -> Option<u128> {
+    let id = trace::bare_value(value)?;
+    u128::from_str_radix(std::str::from_utf8(&id).ok()?, 16).ok()
+}
+
 /// A top-level trailing `LIMIT` with literal numbers: `LIMIT count`, `LIMIT offset, count` or
 /// `LIMIT count OFFSET offset`. Pages of one pagination loop share an id and differ here.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct Limit {
+pub struct Paging {
     pub count: u64,
     pub offset: u64,
+}
+
+/// One number of a trailing `LIMIT`: a literal, or the `?` placeholder a prepared statement
+/// binds it to (its index among the statement's placeholders, from 0).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub enum LimitArg {
+    Literal(u64),
+    Param(u16),
+}
+
+/// A trailing `LIMIT` with a placeholder in it (`LIMIT ? OFFSET ?`, `LIMIT 50 OFFSET ?`): the
+/// paging of each execution is in the parameters bound to it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct LimitParams {
+    pub count: LimitArg,
+    pub offset: LimitArg,
+}
+
+impl LimitParams {
+    /// The parameter indexes of the count and the offset, where they are placeholders.
+    pub fn placeholders(&self) -> [Option<u16>; 2] {
+        let index = |a: LimitArg| match a {
+            LimitArg::Param(i) => Some(i),
+            LimitArg::Literal(_) => None,
+        };
+        [index(self.count), index(self.offset)]
+    }
+
+    /// The paging of one execution, given the integers bound to [`Self::placeholders`].
+    pub fn resolve(&self, bound: [Option<u64>; 2]) -> Option<Paging> {
+        let value = |a: LimitArg, bound: Option<u64>| match a {
+            LimitArg::Literal(n) => Some(n),
+            LimitArg::Param(_) => bound,
+        };
+        Some(Paging { count: value(self.count, bound[0])?, offset: value(self.offset, bound[1])? })
+    }
+}
+
+/// A parameter's canonical text as a LIMIT number: plain decimal digits, nothing else.
+pub fn limit_number(canonical: &[u8]) -> Option<u64> {
+    facts::parse_u64(canonical)
 }
 
 /// One statement's fingerprint, borrowing the [`Fingerprinter`]'s buffers until the next call.
@@ -127,12 +182,17 @@ pub struct Fingerprint<'a> {
     /// `TRUE`/`FALSE` as `1`/`0`, `NULL` as `NULL`.
     pub values: &'a [u64],
     /// The first statement's top-level trailing `LIMIT`, when its numbers are literals.
-    pub limit: Option<Limit>,
+    pub paging: Option<Paging>,
+    /// The same `LIMIT` when a placeholder is in it: which parameters page the result.
+    pub limit_params: Option<LimitParams>,
     /// Rows in the first statement's `INSERT`/`REPLACE ... VALUES` (complete tuples only, so
     /// fewer than sent if the capture was truncated); 0 for any other statement.
     pub rows_in_values: u32,
     /// The 32-hex-digit W3C trace id from a `traceparent` in any comment (sqlcommenter style).
     pub trace: Option<&'a str>,
+    /// Where in the input (from, to) the body of the first sqlcommenter comment is (leading,
+    /// trailing or anywhere else): read its pairs with [`Tags::of`].
+    pub tags: Option<(usize, usize)>,
 }
 
 /// Normalises statements into reusable buffers; keep one per task, not one per query.
@@ -160,12 +220,19 @@ impl Fingerprinter {
         }
     }
 
-    /// Fingerprints one `COM_QUERY` payload (or any SQL text); never fails, never panics.
+    /// Fingerprints one `COM_QUERY` payload (or any SQL text) under the default `sql_mode`;
+    /// never fails, never panics.
     pub fn fingerprint(&mut self, sql: &[u8]) -> Fingerprint<'_> {
+        self.fingerprint_in(sql, SqlMode::default())
+    }
+
+    /// Fingerprints `sql` as the server reads it under `mode`.
+    pub fn fingerprint_in(&mut self, sql: &[u8], mode: SqlMode) -> Fingerprint<'_> {
         self.text.clear();
         self.values.clear();
         let summary = normalise::normalise(
             sql,
+            mode,
             normalise::Buffers {
                 text: &mut self.text,
                 values: &mut self.values,
@@ -173,19 +240,17 @@ impl Fingerprinter {
                 trace: &mut self.trace,
             },
         );
-        let trace = if summary.trace {
-            std::str::from_utf8(&self.trace).ok()
-        } else {
-            None
-        };
+        let trace = if summary.trace { std::str::from_utf8(&self.trace).ok() } else { None };
         Fingerprint {
             id: FingerprintId(hash_value(self.text.as_bytes())),
             text: &self.text,
             kind: summary.kind,
             values: &self.values,
-            limit: summary.limit,
+            paging: summary.limit.and_then(|l| l.literal()),
+            limit_params: summary.limit.and_then(|l| l.params()),
             rows_in_values: summary.rows_in_values,
             trace,
+            tags: summary.tags,
         }
     }
 }

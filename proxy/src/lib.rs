@@ -1,25 +1,41 @@
 //! rttscope: a MySQL wire-protocol proxy that shows where the time goes when
 //! the database is far away.
 //!
-//! Modules, with dependencies pointing one way (socket → codec → record →
-//! findings → report):
+//! Data flows one way: socket → codec → record → findings → report. The modules, in
+//! that order (each depends only on those above it, leaves excepted):
 //!
-//! - [`protocol`]: sans-io MySQL codec — framing, handshake, and the
+//! - [`sys`], [`socket`]: system calls std does not wrap, and one reading of a TCP
+//!   socket as the kernel sees it (leaves).
+//! - [`human`]: number formatting for sentences and renderings (a leaf).
+//! - [`protocol`]: the sans-io MySQL codec — framing, compression, handshake, and the
 //!   command/response state machine that knows where every response ends.
-//! - [`relay`]: accepting clients, dialling upstream, forwarding bytes both
-//!   ways with backpressure, shutdown.
 //! - [`fingerprint`]: SQL normalisation and stable ids.
+//! - [`inject`]: the emulated link (delay lines and their models, the live settings).
+//! - [`live`]: the live view of open connections.
+//! - [`record`]: the per-connection recorder (a tap on the relay), command records and
+//!   their aggregates, collected off the forwarding path.
+//! - [`link`]: TCP_INFO sampling of the long hop and a verdict per large transfer.
+//! - [`relay`]: accepting clients, dialling upstream, TLS and compression per leg,
+//!   forwarding bytes both ways with backpressure, statements answered locally, shutdown.
+//! - [`findings`]: query-pattern detectors, their costs and what-if projections.
+//! - [`report`]: the one place the versioned report schema is built and rendered.
+//! - [`admin`]: the HTTP API (metrics, report, live connections, the emulated link).
+//! - [`sqlview`]: the SQL view (`SHOW RTTSCOPE ...`), answered through the relay.
+//! - [`app`]: everything assembled; [`cli`]: the command line.
 
 pub mod admin;
 pub mod app;
 pub mod cli;
-pub mod commands;
 pub mod findings;
 pub mod fingerprint;
+pub mod human;
 pub mod inject;
 pub mod link;
+pub mod live;
 pub mod protocol;
 pub mod record;
-pub mod report;
-pub mod sys;
 pub mod relay;
+pub mod report;
+pub mod socket;
+pub mod sqlview;
+pub mod sys;

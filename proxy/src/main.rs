@@ -1,27 +1,82 @@
 //! The `rttscope` binary: parse flags, load config, set up logging, serve
 //! until SIGINT/SIGTERM.
 
+use std::io::IsTerminal;
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use rttscope::cli::{Cli, Command};
-use rttscope::commands;
+use rttscope::admin::token;
 use rttscope::app::Rttscope;
-use rttscope_config::{Config, LogFormat, Overrides};
+use rttscope::cli::admin_client::AdminClient;
+use rttscope::cli::commands;
+use rttscope::cli::reports::{self, Source};
+use rttscope::cli::{Cli, Command};
+use rttscope::human;
+use rttscope_config::{
+    ADMIN_TOKEN_ENV, AdminConfig, Config, ConfigError, LogFormat, Overrides, Setting, env_settings, flag_setting,
+};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::CheckConfig { ref file }) => commands::check_config(file),
-        Some(Command::Inject { ref admin, rtt, jitter, bandwidth, window, ref users, ref schemas, percent, off }) => {
-            let admin = admin.clone().unwrap_or_else(|| default_admin_url(&cli));
-            let changes = commands::InjectChanges { rtt, jitter, bandwidth, window, users: users.clone(), schemas: schemas.clone(), percent, off };
+        Some(Command::CheckConfig { ref file }) => commands::check_config(file, &outside_settings(&cli)),
+        Some(Command::Inject {
+            ref admin,
+            ref token_file,
+            rtt,
+            jitter,
+            bandwidth,
+            window,
+            loss,
+            ref users,
+            ref schemas,
+            percent,
+            off,
+        }) => {
+            let admin = match admin_client(&cli, admin.as_deref(), token_file.as_deref()) {
+                Ok(admin) => admin,
+                Err(message) => return cli_failure(&message),
+            };
+            let changes = commands::InjectChanges {
+                rtt,
+                jitter,
+                bandwidth,
+                window,
+                loss,
+                users: users.clone(),
+                schemas: schemas.clone(),
+                percent,
+                off,
+            };
             commands::inject(&admin, changes)
         }
-        Some(Command::Report { ref file, ref admin, format, ref output }) => {
-            let admin = admin.clone().unwrap_or_else(|| default_admin_url(&cli));
-            commands::report(file.as_deref(), &admin, format, output.as_deref())
+        Some(Command::Report {
+            ref file,
+            ref admin,
+            ref token_file,
+            format,
+            ref output,
+            ref save,
+            ref diff,
+            window,
+        }) => {
+            let admin = match admin_client(&cli, admin.as_deref(), token_file.as_deref()) {
+                Ok(admin) => admin,
+                Err(message) => return cli_failure(&message),
+            };
+            match (diff.as_deref(), save, file) {
+                (Some([before, after]), _, _) => reports::diff(
+                    Source::parse(before, &admin),
+                    Source::parse(after, &admin),
+                    format,
+                    output.as_deref(),
+                ),
+                (_, Some(save), _) => reports::save(&admin, window, save),
+                (_, _, Some(file)) => reports::report(Source::File(file), format, output.as_deref()),
+                _ => reports::report(Source::Admin(admin, window), format, output.as_deref()),
+            }
         }
         None => match load_config(&cli) {
             Ok(config) => serve(config),
@@ -33,10 +88,40 @@ fn main() -> ExitCode {
     }
 }
 
-/// The admin URL of the config named by `--config`, else the default.
-fn default_admin_url(cli: &Cli) -> String {
-    let admin = load_config(cli).map(|c| c.admin).unwrap_or_else(|_| Config::default().admin);
-    format!("http://{admin}")
+/// The client for `--admin URL` (else the address in the config named by `--config`, else
+/// the default) with the token from `--token-file`, else `RTTSCOPE_ADMIN_TOKEN`, else the
+/// config's `admin.token_file` or `admin.token`.
+fn admin_client(cli: &Cli, url: Option<&str>, token_file: Option<&Path>) -> Result<AdminClient, String> {
+    let config = load_config(cli).map(|c| c.admin).unwrap_or_else(|_| AdminConfig::default());
+    let url = url.map_or_else(
+        || {
+            // A server bound to every interface is reached on loopback, and named so in Host.
+            let mut addr = config.address;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        },
+        str::to_owned,
+    );
+    let token = match token_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(text.trim().to_owned())
+        }
+        None => {
+            let loopback = AdminConfig { address: AdminConfig::default().address, ..config };
+            token::resolve(&loopback, std::env::var(ADMIN_TOKEN_ENV).ok())
+                .map_err(|e| e.to_string())?
+                .map(|t| t.expose().to_owned())
+        }
+    };
+    Ok(AdminClient::new(&url, token.as_deref()))
+}
+
+fn cli_failure(message: &str) -> ExitCode {
+    eprintln!("rttscope: {message}");
+    ExitCode::FAILURE
 }
 
 fn load_config(cli: &Cli) -> Result<Config, String> {
@@ -44,16 +129,45 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
         Some(path) => Config::load(path).map_err(|e| e.with_source_name(&path.display().to_string()).to_string())?,
         None => Config::default(),
     };
-    let overrides = Overrides { listen: cli.listen, upstream: cli.upstream.clone(), admin: cli.admin };
+    let settings = outside_settings(cli).map_err(|e| e.to_string())?;
+    config.apply_settings(&settings).map_err(|e| e.to_string())?;
+    let overrides =
+        Overrides { listen: cli.listen, upstream: cli.upstream.clone(), admin: cli.admin, log_format: cli.log_format };
     config.apply_overrides(overrides).map_err(|e| e.to_string())?;
     Ok(config)
+}
+
+/// The settings from outside the file: `RTTSCOPE_*` environment variables, then `--set`
+/// flags (later wins).
+fn outside_settings(cli: &Cli) -> Result<Vec<Setting>, ConfigError> {
+    let (mut settings, _) = env_settings(std::env::vars());
+    for arg in &cli.set {
+        settings.push(flag_setting(arg)?);
+    }
+    Ok(settings)
+}
+
+/// `RTTSCOPE_*` variables that name no config key, logged once at start: a typo would
+/// otherwise pass unnoticed. The tests' own variables are not rttscope's to judge.
+fn warn_unknown_env() {
+    let (_, unknown) = env_settings(std::env::vars());
+    let unknown: Vec<_> = unknown.into_iter().filter(|name| !name.starts_with("RTTSCOPE_TEST_")).collect();
+    if !unknown.is_empty() {
+        tracing::warn!(
+            variables = %unknown.join(", "),
+            "environment variables named like rttscope's settings name no config key; ignored"
+        );
+    }
 }
 
 fn init_logging(config: &Config) {
     // RUST_LOG, when set, wins over the config file: the usual escape hatch.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.log.level));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colour only for a person at a terminal: escape codes in a file or a log collector are
+    // noise. NO_COLOR (https://no-color.org) turns it off there too.
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match config.log.format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -62,6 +176,7 @@ fn init_logging(config: &Config) {
 
 fn serve(config: Config) -> ExitCode {
     init_logging(&config);
+    warn_unknown_env();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -71,15 +186,28 @@ fn serve(config: Config) -> ExitCode {
     };
     let config = Arc::new(config);
     runtime.block_on(async move {
+        let shutdown = shutdown_signal();
         let rttscope = match Rttscope::bind(config.clone()).await {
             Ok(rttscope) => rttscope,
             Err(e) => {
-                tracing::error!(error = %e, listen = %config.listen, "cannot listen");
+                tracing::error!("cannot start: {e}");
                 return ExitCode::FAILURE;
             }
         };
-        tracing::info!(listen = %config.listen, admin = %config.admin, upstream = %config.upstream, "rttscope ready");
-        match rttscope.run(shutdown_signal()).await {
+        tracing::info!(
+            listen = %rttscope.listening().join(", "),
+            admin = %if config.admin.enabled { config.admin.address.to_string() } else { "off".to_owned() },
+            upstream = %config.upstream.address,
+            upstream.tls = %word(&config.upstream.tls.mode),
+            upstream.compression = %word(&config.upstream.compression),
+            max_connections = config.limits.max_connections,
+            buffer_size = %human::size(config.relay.buffer_size.0),
+            buffer_budget = %human::size(config.limits.buffer_budget.0),
+            idle_timeout = %config.limits.idle_timeout,
+            record = config.record.enabled,
+            "rttscope ready"
+        );
+        match rttscope.run(shutdown).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 tracing::error!(error = %e, "stopped with an error");
@@ -89,15 +217,38 @@ fn serve(config: Config) -> ExitCode {
     })
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-        tracing::warn!("cannot install signal handlers; stop rttscope with SIGKILL");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
-        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+/// A config value as the YAML file spells it (`verify-ca`, not `VerifyCa`).
+fn word(value: &impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// Completes on SIGINT or SIGTERM; a second one stops the process at once. The handlers are
+/// installed when this is called, not when the future is first polled: called before the
+/// listeners bind, a SIGTERM as soon as rttscope accepts connections is a graceful stop,
+/// never the default action's kill.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let signals = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    async move {
+        let (Ok(mut term), Ok(mut int)) = signals else {
+            tracing::warn!("cannot install signal handlers; stop rttscope with SIGKILL");
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM: shutting down (a second signal stops at once)"),
+            _ = int.recv() => tracing::info!("SIGINT: shutting down (a second signal stops at once)"),
+        }
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::warn!("second signal: stopping at once, cutting off what is in flight");
+            std::process::exit(1);
+        });
     }
 }

@@ -1,5 +1,5 @@
 //! System calls the standard library does not wrap: the kernel's view of a
-//! TCP socket (`getsockopt(TCP_INFO)`, `SIOCOUTQ`/`SIOCINQ`) and a thread's
+//! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`) and a thread's
 //! timer slack. The only `unsafe` in rttscope.
 //!
 //! `struct tcp_info` only ever grows at its end, and the kernel copies
@@ -106,6 +106,20 @@ impl TcpInfo {
     pub fn has_min_rtt(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, min_rtt), 4)
     }
+
+    pub fn has_data_segs(&self) -> bool {
+        self.has(offset_of!(TcpInfoRaw, data_segs_out), 4)
+    }
+
+    /// `dsack_dups` and `reord_seen` (Linux 5.4), `rcv_ooopack` (5.4).
+    pub fn has_reordering_counts(&self) -> bool {
+        self.has(offset_of!(TcpInfoRaw, rcv_ooopack), 4)
+    }
+
+    /// `total_rto`, `total_rto_recoveries`, `total_rto_time` (Linux 6.7).
+    pub fn has_rto_totals(&self) -> bool {
+        self.has(offset_of!(TcpInfoRaw, total_rto_time), 4)
+    }
 }
 
 pub fn tcp_info(socket: &impl AsRawFd) -> io::Result<TcpInfo> {
@@ -120,6 +134,20 @@ pub fn tcp_info(socket: &impl AsRawFd) -> io::Result<TcpInfo> {
         return Err(io::Error::last_os_error());
     }
     Ok(TcpInfo { raw, len: len as usize })
+}
+
+/// Segments the socket received and threw away (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`): on a
+/// TCP socket, data it already had — duplicates and needless retransmissions — and, rarely,
+/// segments dropped for want of receive memory. `None` where the kernel does not report it.
+pub fn dropped(socket: &impl AsRawFd) -> Option<u32> {
+    let fd = socket.as_raw_fd();
+    let mut meminfo = [0u32; libc::SK_MEMINFO_DROPS as usize + 2];
+    let mut len = size_of_val(&meminfo) as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into the array we own and stores the
+    // count in `len`; `fd` is borrowed from a live socket for the duration of the call.
+    let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, meminfo.as_mut_ptr().cast(), &mut len) };
+    let covered = (len as usize) / size_of::<u32>() > libc::SK_MEMINFO_DROPS as usize;
+    (rc == 0 && covered).then_some(meminfo[libc::SK_MEMINFO_DROPS as usize])
 }
 
 /// Bytes in the socket's send queue not yet acknowledged (`SIOCOUTQ`) and
@@ -147,6 +175,31 @@ pub fn set_timer_slack(slack: std::time::Duration) {
     if rc != 0 {
         tracing::debug!(error = %io::Error::last_os_error(), "cannot set timer slack");
     }
+}
+
+/// The open-file limit: `(soft, hard)`.
+pub fn nofile_limit() -> io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((limit.rlim_cur, limit.rlim_max))
+}
+
+/// Raises the soft open-file limit to the hard one (no privilege needed); returns the new
+/// `(soft, hard)`.
+pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
+    let (soft, hard) = nofile_limit()?;
+    if soft < hard {
+        let limit = libc::rlimit { rlim_cur: hard, rlim_max: hard };
+        // SAFETY: setrlimit reads one rlimit from a struct we own; raising the soft limit up
+        // to the hard one is always allowed.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    nofile_limit()
 }
 
 #[cfg(test)]

@@ -13,7 +13,9 @@ use std::path::Path;
 /// A target's harness by its directory name (the cargo-fuzz target name).
 fn harness_for(target: &str) -> Option<fn(&[u8])> {
     Some(match target {
+        "admin_inject" => harness::admin_inject::run,
         "binary" => harness::binary::run,
+        "compress" => harness::compress::run,
         "fingerprint" => harness::fingerprint::run,
         "framing" => harness::framing::run,
         "handshake" => harness::handshake::run,
@@ -36,7 +38,8 @@ fn found_cases_do_not_panic() {
         let target = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         // A misspelt directory would otherwise be skipped in silence.
         let run = harness_for(&target).unwrap_or_else(|| panic!("{} names no fuzz target", dir.display()));
-        let mut cases: Vec<_> = fs::read_dir(&dir).expect("readable case directory").map(|e| e.expect("entry").path()).collect();
+        let mut cases: Vec<_> =
+            fs::read_dir(&dir).expect("readable case directory").map(|e| e.expect("entry").path()).collect();
         cases.sort();
         for case in cases.iter().filter(|c| c.is_file()) {
             let bytes = fs::read(case).expect("readable case");
@@ -54,7 +57,7 @@ fn seeds_do_not_panic() {
         eprintln!("seed {target}/{name}");
         harness_for(target).expect("seed for a known target")(bytes);
     }
-    for target in ["binary", "fingerprint", "framing", "handshake", "packets", "session"] {
+    for target in ["admin_inject", "binary", "compress", "fingerprint", "framing", "handshake", "packets", "session"] {
         assert!(seeds.iter().any(|(t, _, _)| *t == target), "no seed for {target}");
     }
 }

@@ -30,8 +30,8 @@ use mysql_async::OptsBuilder;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use serde::Serialize;
 
-use crate::child::ProxyChild;
-use crate::scenario::{Program, Scenario};
+use crate::child::{Programs, ProxyChild};
+use crate::scenario::Scenario;
 use crate::stats::{Latency, median};
 use crate::workload::{large, sequential};
 
@@ -77,7 +77,11 @@ pub struct RttCounts {
 
 impl AccuracyPlan {
     pub fn new(quick: bool, toxiproxy: Option<PathBuf>) -> AccuracyPlan {
-        let rtt = |ms: u64, round_trips: u64| RttCounts { rtt: Duration::from_millis(ms), round_trips, idle_round_trips: round_trips / 2 };
+        let rtt = |ms: u64, round_trips: u64| RttCounts {
+            rtt: Duration::from_millis(ms),
+            round_trips,
+            idle_round_trips: round_trips / 2,
+        };
         if quick {
             AccuracyPlan {
                 rtts: vec![rtt(1, 100), rtt(15, 20), rtt(80, 4)],
@@ -198,22 +202,35 @@ impl ToxiproxyLinks {
             for rtt in rtts {
                 let ms = rtt.as_millis();
                 let toxic = toxiproxy::latency("latency", rtt);
-                links.push(server.link(&format!("rtt_{ms}ms"), upstream, &[toxic], &format!("latency {ms} ms downstream"))?);
+                links.push(server.link(
+                    &format!("rtt_{ms}ms"),
+                    upstream,
+                    &[toxic],
+                    &format!("latency {ms} ms downstream"),
+                )?);
             }
             let ms = LINK_RTT.as_millis();
             let toxics = [toxiproxy::latency("latency", LINK_RTT), toxiproxy::bandwidth("bandwidth", BANDWIDTH_BPS)];
             let rate = BANDWIDTH_BPS / 8 / 1000;
-            let bandwidth = server.link("bandwidth", upstream, &toxics, &format!("latency {ms} ms + bandwidth {rate} KB/s downstream"))?;
+            let bandwidth = server.link(
+                "bandwidth",
+                upstream,
+                &toxics,
+                &format!("latency {ms} ms + bandwidth {rate} KB/s downstream"),
+            )?;
             Ok((server, baseline, links, bandwidth))
         })
         .await??;
         let opts = |link: &toxiproxy::ToxiproxyLink| db.opts_via(link.listen, NATIVE.user, NATIVE.password);
         Ok(ToxiproxyLinks {
             baseline: opts(&baseline),
-            rtts: links.into_iter().map(|link| {
-                let o = opts(&link);
-                (link, o)
-            }).collect(),
+            rtts: links
+                .into_iter()
+                .map(|link| {
+                    let o = opts(&link);
+                    (link, o)
+                })
+                .collect(),
             bandwidth: Link { yaml: bandwidth.configured.clone(), opts: opts(&bandwidth), _proxy: None },
             server,
         })
@@ -230,12 +247,12 @@ struct Link {
 
 impl Link {
     async fn start(rttscope: &Path, db: &TestDb, name: &str, yaml: String) -> Result<Link> {
-        let scenario = Scenario { name: name.to_owned(), program: Program::Rttscope, yaml: yaml.clone(), env: Vec::new() };
-        let (binary, upstream): (_, SocketAddr) = (rttscope.to_owned(), db.upstream_addr());
-        let proxy = tokio::task::spawn_blocking(move || ProxyChild::start(&binary, upstream, &scenario))
+        let scenario = Scenario::rttscope(name, &yaml);
+        let (programs, upstream): (_, SocketAddr) = (Programs::rttscope(rttscope), db.upstream_addr());
+        let proxy = tokio::task::spawn_blocking(move || ProxyChild::start(&programs, upstream, &scenario))
             .await?
             .with_context(|| format!("starting rttscope with {name}"))?;
-        let opts = db.opts_via(proxy.listen(), NATIVE.user, NATIVE.password);
+        let opts = proxy.endpoint().opts(db);
         Ok(Link { yaml, opts, _proxy: Some(proxy) })
     }
 }
@@ -254,7 +271,9 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
     let window_yaml = format!("inject:\n  rtt: {link_rtt}\n  window: {}KiB\n", WINDOW_BYTES / 1024);
     let window_link = Link::start(rttscope, db, "a window", window_yaml).await?;
     let toxiproxy = match &plan.toxiproxy {
-        Some(binary) => Some(ToxiproxyLinks::start(binary.clone(), db, plan.rtts.iter().map(|c| c.rtt).collect()).await?),
+        Some(binary) => {
+            Some(ToxiproxyLinks::start(binary.clone(), db, plan.rtts.iter().map(|c| c.rtt).collect()).await?)
+        }
         None => None,
     };
 
@@ -346,7 +365,10 @@ async fn round_trips(plan: &AccuracyPlan, sides: &[RoundTripSide<'_>]) -> Result
         clients.push(sequential::Client::start(opts, &format!("to accuracy side {i}"), plan.warmup).await?);
     }
     let batches = plan.batches.max(1);
-    progress(&format!("e. round trips through rttscope without injection and with {} RTTs, {batches} batches", plan.rtts.len()));
+    progress(&format!(
+        "e. round trips through rttscope without injection and with {} RTTs, {batches} batches",
+        plan.rtts.len()
+    ));
     for batch in 0..batches {
         let mut order: Vec<usize> = (0..sides.len()).collect();
         if batch % 2 == 1 {

@@ -50,7 +50,14 @@ pub struct AccuracyRow {
 }
 
 impl AccuracyRow {
-    fn measured(id: String, probe: String, configured: String, unit: &'static str, expected: f64, measured: f64) -> AccuracyRow {
+    fn measured(
+        id: String,
+        probe: String,
+        configured: String,
+        unit: &'static str,
+        expected: f64,
+        measured: f64,
+    ) -> AccuracyRow {
         let error = measured - expected;
         AccuracyRow {
             id,
@@ -163,7 +170,8 @@ pub fn markdown(a: &Accuracy) -> String {
     md += "|---|---|---:|---:|---:|---|:-:|\n";
     for r in &a.table {
         let tool = if r.tool == RTTSCOPE { format!("rttscope `{}`", r.configured) } else { r.configured.clone() };
-        let (Some(expected), Some(measured), Some(error), Some(percent)) = (r.expected, r.measured, r.error, r.error_percent)
+        let (Some(expected), Some(measured), Some(error), Some(percent)) =
+            (r.expected, r.measured, r.error, r.error_percent)
         else {
             let note = r.note.as_deref().unwrap_or("");
             md += &format!("| {} | {tool} | — | — | — | — | {note} |\n", r.probe);
@@ -209,7 +217,12 @@ pub fn markdown(a: &Accuracy) -> String {
         .map(|p| {
             let rtt = trim_number(p.rtt_ms);
             let error = p.added_vs_idle_ms - p.rtt_ms;
-            format!("{rtt} ms: idle p50 {:.1} µs, added {:.3} ms, error {}", p.idle_baseline.p50_us, p.added_vs_idle_ms, signed(error, &value(error.abs(), "ms")))
+            format!(
+                "{rtt} ms: idle p50 {:.1} µs, added {:.3} ms, error {}",
+                p.idle_baseline.p50_us,
+                p.added_vs_idle_ms,
+                signed(error, &value(error.abs(), "ms"))
+            )
         })
         .collect();
     md += &format!(
@@ -321,8 +334,13 @@ mod tests {
         assert_eq!(met, [Some(true), Some(true), Some(false), None], "{}", a.markdown);
         assert!((a.table[1].expected.unwrap_or(0.0) - 4.048).abs() < 1e-9);
         assert!((a.table[2].expected.unwrap_or(0.0) - 1.6384).abs() < 1e-9);
-        assert!(a.markdown.contains("| round trip added, p50 of 100 `SELECT 1` | rttscope `rtt: 1ms` | +1.000 ms | +1.250 ms |"));
-        assert!(a.markdown.contains("| the same probes | Toxiproxy | — | — | — | — | not run: no toxiproxy-server binary"));
+        assert!(
+            a.markdown
+                .contains("| round trip added, p50 of 100 `SELECT 1` | rttscope `rtt: 1ms` | +1.000 ms | +1.250 ms |")
+        );
+        assert!(
+            a.markdown.contains("| the same probes | Toxiproxy | — | — | — | — | not run: no toxiproxy-server binary")
+        );
         assert_eq!(signed(-0.0001, "0.000 ms"), "+0.000 ms");
         assert_eq!(signed(-0.2, "0.200 ms"), "−0.200 ms");
         let a = accuracy(0.65, 4.048, 30.73);
@@ -336,17 +354,36 @@ mod tests {
         a.toxiproxy = Some(ToxiproxyResult {
             version: "2.8.0".into(),
             baseline: Latency { count: 100, p50_us: 200.0, ..Latency::default() },
-            round_trips: vec![ToxiproxyRtt { rtt_ms: 1.0, toxics: "latency 1 ms downstream".into(), latency, added_p50_ms: 1.4 }],
+            round_trips: vec![ToxiproxyRtt {
+                rtt_ms: 1.0,
+                toxics: "latency 1 ms downstream".into(),
+                latency,
+                added_p50_ms: 1.4,
+            }],
             bandwidth: LargeProbe { proxy_config: String::new(), seconds: vec![4.5], median_seconds: 4.5 },
         });
         a.table = rows(&a);
         a.markdown = markdown(&a);
         let ids: Vec<&str> = a.table.iter().map(|r| r.id.as_str()).collect();
-        assert_eq!(ids, ["e.rtt_1ms", "e.bandwidth", "e.window", "e.toxiproxy.rtt_1ms", "e.toxiproxy.bandwidth", "e.toxiproxy.window"]);
+        assert_eq!(
+            ids,
+            [
+                "e.rtt_1ms",
+                "e.bandwidth",
+                "e.window",
+                "e.toxiproxy.rtt_1ms",
+                "e.toxiproxy.bandwidth",
+                "e.toxiproxy.window"
+            ]
+        );
         let met: Vec<Option<bool>> = a.table[3..].iter().map(|r| r.met).collect();
         // 1.4 ms for 1 ms is out of ±0.3 ms; 4.5 s for 4.048 s is out of ±5 %.
         assert_eq!(met, [Some(false), Some(false), None], "{}", a.markdown);
-        assert!(a.markdown.contains("| Toxiproxy 2.8.0 `latency 1 ms downstream` | +1.000 ms | +1.400 ms |"), "{}", a.markdown);
+        assert!(
+            a.markdown.contains("| Toxiproxy 2.8.0 `latency 1 ms downstream` | +1.000 ms | +1.400 ms |"),
+            "{}",
+            a.markdown
+        );
         assert!(a.markdown.contains(TOXIPROXY_NO_WINDOW));
     }
 }

@@ -58,7 +58,8 @@ impl Toxiproxy {
             .arg("-version")
             .output()
             .with_context(|| format!("running {} -version", binary.display()))?;
-        let version = String::from_utf8_lossy(&version.stdout).trim().rsplit(' ').next().unwrap_or("unknown").to_owned();
+        let version =
+            String::from_utf8_lossy(&version.stdout).trim().rsplit(' ').next().unwrap_or("unknown").to_owned();
         let api = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut command = Command::new(binary);
         command.args(["-host", "127.0.0.1", "-port"]).arg(api.port().to_string());
@@ -80,7 +81,8 @@ impl Toxiproxy {
 
     fn post(&self, path: &str, body: &str) -> Result<()> {
         let url = format!("http://{}{path}", self.api);
-        let agent: ureq::Agent = ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into();
+        let agent: ureq::Agent =
+            ureq::Agent::config_builder().timeout_global(Some(Duration::from_secs(10))).build().into();
         agent
             .post(&url)
             .header("Content-Type", "application/json")

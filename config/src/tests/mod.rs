@@ -2,6 +2,7 @@
 
 mod config;
 mod inject;
+mod layers;
 mod units;
 
 use crate::{Config, ConfigError};
@@ -17,11 +18,7 @@ fn yaml_err(yaml: &str) -> ConfigError {
 /// `(path, line, message)` of an `Invalid` error.
 fn invalid(yaml: &str) -> (String, Option<usize>, String) {
     match yaml_err(yaml) {
-        ConfigError::Invalid {
-            path,
-            line,
-            message,
-        } => (path, line, message),
+        ConfigError::Invalid { path, line, message } => (path, line, message),
         other => panic!("expected Invalid for {yaml:?}, got {other:?}"),
     }
 }

@@ -54,10 +54,7 @@ fn durations() {
         ("1.5", "add a unit"),
         ("-5ms", "invalid duration '-5ms': must not be negative"),
         ("-0", "must not be negative"),
-        (
-            "x",
-            "invalid duration 'x': expected a number with a unit (us, ms, s, m, h)",
-        ),
+        ("x", "invalid duration 'x': expected a number with a unit (us, ms, s, m, h)"),
         ("", garbage),
         ("ms", garbage),
         ("15 parsecs", garbage),
@@ -91,10 +88,7 @@ fn byte_sizes() {
     ]
     .map(|(i, n, c)| (i, ByteSize(n), c));
     let bad = [
-        (
-            "16k",
-            "invalid size '16k': expected a number with a unit (B, KB, MB, GB, KiB, MiB, GiB)",
-        ),
+        ("16k", "invalid size '16k': expected a number with a unit (B, KB, MB, GB, KiB, MiB, GiB)"),
         ("16K", "expected a number with a unit"),
         ("16 bytes", "expected a number with a unit"),
         ("-1KiB", "must not be negative"),
@@ -134,10 +128,7 @@ fn bandwidths() {
     ];
     check_table(&good, &bad);
     assert_eq!(Bandwidth::new(0), None);
-    assert_eq!(
-        Bandwidth::new(34_000_000).unwrap().bytes_per_second(),
-        4_250_000
-    );
+    assert_eq!(Bandwidth::new(34_000_000).unwrap().bytes_per_second(), 4_250_000);
 }
 
 #[test]
@@ -164,12 +155,7 @@ fn percentages() {
 #[test]
 fn upstream_addresses() {
     let good = [
-        (
-            "db.example.com:3306",
-            "db.example.com",
-            3306,
-            "db.example.com:3306",
-        ),
+        ("db.example.com:3306", "db.example.com", 3306, "db.example.com:3306"),
         ("10.0.0.5:3306", "10.0.0.5", 3306, "10.0.0.5:3306"),
         ("[::1]:3307", "::1", 3307, "[::1]:3307"),
         ("mysql_primary:1", "mysql_primary", 1, "mysql_primary:1"),
@@ -197,10 +183,7 @@ fn upstream_addresses() {
     for (input, want) in bad {
         let err = input.parse::<UpstreamAddr>().expect_err(input).to_string();
         assert!(err.contains(want), "{input}: {err}");
-        assert!(
-            err.starts_with(&format!("invalid upstream address '{input}'")),
-            "{err}"
-        );
+        assert!(err.starts_with(&format!("invalid upstream address '{input}'")), "{err}");
     }
 }
 
@@ -213,21 +196,13 @@ fn numbers_from_yaml_and_json() {
     assert_eq!(zero, HumanDuration::ZERO);
     let pct: Percent = serde_json::from_str("12.5").unwrap();
     assert_eq!(pct.value(), 12.5);
-    let err = serde_json::from_str::<HumanDuration>("15")
-        .unwrap_err()
-        .to_string();
+    let err = serde_json::from_str::<HumanDuration>("15").unwrap_err().to_string();
     assert!(err.contains("add a unit, e.g. 15ms"), "{err}");
-    let err = serde_json::from_str::<Bandwidth>("0")
-        .unwrap_err()
-        .to_string();
+    let err = serde_json::from_str::<Bandwidth>("0").unwrap_err().to_string();
     assert!(err.contains("must be greater than 0"), "{err}");
-    let err = serde_json::from_str::<ByteSize>("-1")
-        .unwrap_err()
-        .to_string();
+    let err = serde_json::from_str::<ByteSize>("-1").unwrap_err().to_string();
     assert!(err.contains("must not be negative"), "{err}");
-    let err = serde_json::from_str::<HumanDuration>("[1]")
-        .unwrap_err()
-        .to_string();
+    let err = serde_json::from_str::<HumanDuration>("[1]").unwrap_err().to_string();
     assert!(err.contains("expected a duration such as 15ms"), "{err}");
 }
 

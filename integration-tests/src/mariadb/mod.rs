@@ -33,7 +33,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder};
 
 mod server;
+mod tls;
 use server::*;
+pub use tls::{TLS_ED25519, TLS_NATIVE, TLS_PLAIN, TLS_X509, TestCerts, TlsDb};
 
 /// Names an existing server to use instead of a private one, e.g. `mysql://root:pw@127.0.0.1:3306/`.
 /// Its user must be allowed to create users and grant privileges.
@@ -66,11 +68,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// Passed to both `mariadb-install-db` and `mariadbd`, so the redo log is created at the size the
 /// server expects. Durability is worthless here; startup time and test speed are not. Native AIO
 /// is off because it means io_uring, which Docker's default seccomp profile forbids.
-const INNODB_ARGS: &[&str] = &[
-    "--innodb-log-file-size=8M",
-    "--innodb-flush-log-at-trx-commit=0",
-    "--innodb-use-native-aio=0",
-];
+const INNODB_ARGS: &[&str] =
+    &["--innodb-log-file-size=8M", "--innodb-flush-log-at-trx-commit=0", "--innodb-use-native-aio=0"];
 
 /// A MariaDB (or MySQL) server with the fixtures in place. Get it with [`TestDb::shared`].
 pub struct TestDb {
@@ -111,19 +110,13 @@ impl TestDb {
             .ok_or_else(|| anyhow!("{URL_ENV}: {hostport:?} resolves to nothing"))?;
         let facts = create_fixtures(OptsBuilder::from_opts(opts).prefer_socket(false).into())
             .with_context(|| format!("creating fixtures through {URL_ENV}"))?;
-        Ok(TestDb {
-            addr,
-            facts,
-            private: None,
-        })
+        Ok(TestDb { addr, facts, private: None })
     }
 
     fn private() -> Result<TestDb> {
         let server = PrivateServer::start()?;
         // install-db made root@localhost with no password; the socket is ours alone.
-        let root = OptsBuilder::default()
-            .socket(Some(server.socket.to_string_lossy()))
-            .user(Some("root"));
+        let root = OptsBuilder::default().socket(Some(server.socket.to_string_lossy())).user(Some("root"));
         let facts = match create_fixtures(root.into()) {
             Ok(facts) => facts,
             Err(e) => {
@@ -133,20 +126,16 @@ impl TestDb {
         };
         if !facts.ed25519 {
             server.kill();
-            bail!(
-                "the auth_ed25519 server plugin did not load\n{}",
-                server.logs()
-            );
+            bail!("the auth_ed25519 server plugin did not load\n{}", server.logs());
         }
         // A static is never dropped, so no Drop impl could stop the server or remove its files.
         // SAFETY: registers a plain extern "C" fn that never unwinds.
-        unsafe { libc::atexit(stop_private_server_at_exit) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::atexit(stop_private_server_at_exit)
+        };
         let addr = SocketAddr::from(([127, 0, 0, 1], server.port));
-        Ok(TestDb {
-            addr,
-            facts,
-            private: Some(server),
-        })
+        Ok(TestDb { addr, facts, private: Some(server) })
     }
 
     /// A private server of the caller's own inside network namespace `ns`, listening on
@@ -155,9 +144,7 @@ impl TestDb {
     pub fn start_in_namespace(ns: &str, bind_ip: Ipv4Addr) -> Result<NamespacedDb> {
         const PORT: u16 = 3306;
         let server = PrivateServer::start_in_namespace(ns, bind_ip, PORT)?;
-        let root = OptsBuilder::default()
-            .socket(Some(server.socket.to_string_lossy()))
-            .user(Some("root"));
+        let root = OptsBuilder::default().socket(Some(server.socket.to_string_lossy())).user(Some("root"));
         let facts = match create_fixtures(root.into()) {
             Ok(facts) => facts,
             Err(e) => {
@@ -166,11 +153,7 @@ impl TestDb {
                 return Err(e.context(format!("creating fixtures\n{logs}")));
             }
         };
-        let db = TestDb {
-            addr: SocketAddr::from((bind_ip, PORT)),
-            facts,
-            private: Some(server),
-        };
+        let db = TestDb { addr: SocketAddr::from((bind_ip, PORT)), facts, private: Some(server) };
         Ok(NamespacedDb(db))
     }
 
@@ -210,21 +193,12 @@ impl TestDb {
         self.url_via(self.addr, user, password, db)
     }
     /// Like [`TestDb::url`] but pointed at `addr`, e.g. a proxy forwarding to this server.
-    pub fn url_via(
-        &self,
-        addr: SocketAddr,
-        user: &str,
-        password: &str,
-        db: Option<&str>,
-    ) -> String {
+    pub fn url_via(&self, addr: SocketAddr, user: &str, password: &str, db: Option<&str>) -> String {
         let creds = match password {
             "" => encode(user),
             pw => format!("{}:{}", encode(user), encode(pw)),
         };
-        format!(
-            "mysql://{creds}@{addr}/{}?prefer_socket=false",
-            db.map(encode).unwrap_or_default()
-        )
+        format!("mysql://{creds}@{addr}/{}?prefer_socket=false", db.map(encode).unwrap_or_default())
     }
     /// `rtt_admin`, with every privilege, no default database.
     pub fn admin_url(&self) -> String {
@@ -249,14 +223,22 @@ impl TestDb {
     /// A `mariadb` command-line client for `user` at `addr` over TCP, in batch mode (tab-separated
     /// output, column names on; add `-N` to drop them), without TLS so a proxy sees plain packets,
     /// with LOCAL INFILE allowed. Add `-e SQL` or pipe SQL into stdin.
-    pub fn mariadb_cli(
+    pub fn mariadb_cli(&self, addr: SocketAddr, user: &str, password: &str, db: Option<&str>) -> Command {
+        let (_, no_tls_flag) = cli().unwrap_or_else(|e| panic!("{e}"));
+        self.mariadb_cli_tls(addr, user, password, db, no_tls_flag.as_slice())
+    }
+
+    /// Like [`TestDb::mariadb_cli`], with `tls` options in place of the one that turns TLS off
+    /// (`--ssl`, `--ssl-ca=FILE`, `--ssl-verify-server-cert`; none: the client's default).
+    pub fn mariadb_cli_tls(
         &self,
         addr: SocketAddr,
         user: &str,
         password: &str,
         db: Option<&str>,
+        tls: &[&str],
     ) -> Command {
-        let (path, no_tls_flag) = cli().unwrap_or_else(|e| panic!("{e}"));
+        let (path, _) = cli().unwrap_or_else(|e| panic!("{e}"));
         let mut cmd = Command::new(path);
         // --no-defaults must come first; it keeps /etc/mysql/*.cnf and ~/.my.cnf out of tests.
         cmd.arg("--no-defaults")
@@ -266,7 +248,7 @@ impl TestDb {
             .arg(format!("--user={user}"))
             .arg(format!("--password={password}"))
             .args(["--local-infile=1", "--batch"]);
-        cmd.args(no_tls_flag);
+        cmd.args(tls);
         if let Some(db) = db {
             cmd.arg(format!("--database={db}"));
         }
@@ -304,9 +286,7 @@ struct Facts {
 /// its own runtime works from anywhere.
 fn create_fixtures(admin: Opts) -> Result<Facts> {
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
         rt.block_on(create_fixtures_async(admin))
     })
     .join()
@@ -314,28 +294,18 @@ fn create_fixtures(admin: Opts) -> Result<Facts> {
 }
 
 async fn create_fixtures_async(admin: Opts) -> Result<Facts> {
-    let mut conn = mysql_async::Conn::new(admin)
-        .await
-        .context("connecting to create fixtures")?;
-    let version: String = conn
-        .query_first("SELECT VERSION()")
-        .await?
-        .unwrap_or_default();
+    let mut conn = mysql_async::Conn::new(admin).await.context("connecting to create fixtures")?;
+    let version: String = conn.query_first("SELECT VERSION()").await?.unwrap_or_default();
     let mariadb = version.contains("MariaDB");
     let mut ed25519 = mariadb && ed25519_active(&mut conn).await?;
     if mariadb && !ed25519 {
         // An existing server need not load it; installing it persists (in mysql.plugin). If we
         // may not, the ed25519 fixture is simply absent and has_ed25519() says so.
-        if conn
-            .query_drop("INSTALL SONAME 'auth_ed25519'")
-            .await
-            .is_ok()
-        {
+        if conn.query_drop("INSTALL SONAME 'auth_ed25519'").await.is_ok() {
             ed25519 = ed25519_active(&mut conn).await?;
         }
     }
-    conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
-        .await?;
+    conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}")).await?;
     for (account, identified) in fixture_accounts(mariadb, ed25519) {
         for host in ["%", "localhost"] {
             let who = format!("'{}'@'{host}'", account.user);
@@ -354,34 +324,24 @@ async fn create_fixtures_async(admin: Opts) -> Result<Facts> {
             }
         }
     }
-    let max_allowed_packet: u64 = conn
-        .query_first("SELECT @@max_allowed_packet")
-        .await?
-        .unwrap_or_default();
+    let max_allowed_packet: u64 = conn.query_first("SELECT @@max_allowed_packet").await?.unwrap_or_default();
     conn.disconnect().await?;
-    Ok(Facts {
-        version,
-        max_allowed_packet,
-        ed25519,
-    })
+    Ok(Facts { version, max_allowed_packet, ed25519 })
 }
 
 async fn ed25519_active(conn: &mut mysql_async::Conn) -> Result<bool> {
-    let sql = "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519' AND PLUGIN_STATUS = 'ACTIVE'";
+    let sql =
+        "SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519' AND PLUGIN_STATUS = 'ACTIVE'";
     Ok(conn.query_first::<u64, _>(sql).await?.unwrap_or(0) > 0)
 }
 
 /// Each fixture account with its `IDENTIFIED ...` clause, in this server's dialect.
 fn fixture_accounts(mariadb: bool, ed25519: bool) -> Vec<(Account, String)> {
     let by = |a: Account| format!("IDENTIFIED BY '{}'", a.password);
-    let via =
-        |plugin, a: Account| format!("IDENTIFIED VIA {plugin} USING PASSWORD('{}')", a.password);
+    let via = |plugin, a: Account| format!("IDENTIFIED VIA {plugin} USING PASSWORD('{}')", a.password);
     let native = match mariadb {
         true => via("mysql_native_password", NATIVE),
-        false => format!(
-            "IDENTIFIED WITH mysql_native_password BY '{}'",
-            NATIVE.password
-        ),
+        false => format!("IDENTIFIED WITH mysql_native_password BY '{}'", NATIVE.password),
     };
     let mut accounts = vec![(NATIVE, native), (OTHER, by(OTHER)), (ADMIN, by(ADMIN))];
     if ed25519 {
@@ -389,4 +349,3 @@ fn fixture_accounts(mariadb: bool, ed25519: bool) -> Vec<(Account, String)> {
     }
     accounts
 }
-

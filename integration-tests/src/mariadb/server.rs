@@ -14,17 +14,22 @@ pub(super) struct PrivateServer {
 
 impl PrivateServer {
     pub(super) fn start() -> Result<PrivateServer> {
+        Self::start_with(|_| Ok(Vec::new()))
+    }
+
+    /// Like [`start`](Self::start), with more `mariadbd` options: `extra` gets the server's
+    /// fresh temp dir (to write files there, certificates say) and returns the options.
+    pub(super) fn start_with(extra: impl FnOnce(&Path) -> Result<Vec<String>>) -> Result<PrivateServer> {
         let (mariadbd, dir, as_root) = Self::install()?;
+        let extra = extra(&dir)?;
         // The port is free when we look but may be taken before mariadbd binds it; then it exits
         // saying so, and we try another.
         let mut attempt = 1;
         loop {
-            let server = Self::spawn(&mariadbd, dir.clone(), free_port()?, as_root)?;
+            let server = Self::spawn_in(&mariadbd, dir.clone(), free_port()?, as_root, None, &extra)?;
             match server.wait_ready() {
                 Ok(()) => return Ok(server),
-                Err(_) if attempt < 3 && server.logs().contains("Address already in use") => {
-                    attempt += 1
-                }
+                Err(_) if attempt < 3 && server.logs().contains("Address already in use") => attempt += 1,
                 Err(e) => return Err(e),
             }
             let _ = fs::remove_file(server.error_log());
@@ -37,30 +42,22 @@ impl PrivateServer {
         let install_db = find_binary(&["mariadb-install-db", "mysql_install_db"])?;
         let root = temp_root();
         remove_stale_dirs(&root);
-        let dir = tempfile::Builder::new()
-            .prefix(DIR_PREFIX)
-            .tempdir_in(&root)?
-            .keep();
+        let dir = tempfile::Builder::new().prefix(DIR_PREFIX).tempdir_in(&root)?.keep();
         fs::write(dir.join("owner.pid"), std::process::id().to_string())?;
         // SAFETY: geteuid has no preconditions and cannot fail.
+        #[allow(unsafe_code)]
         let as_root = unsafe { libc::geteuid() } == 0;
 
         let mut install = Command::new(&install_db);
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
-            .args([
-                "--auth-root-authentication-method=normal",
-                "--skip-test-db",
-                "--skip-name-resolve",
-            ])
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"])
             .args(INNODB_ARGS);
         if as_root {
             install.arg("--user=root");
         }
-        let out = install
-            .output()
-            .with_context(|| format!("running {}", install_db.display()))?;
+        let out = install.output().with_context(|| format!("running {}", install_db.display()))?;
         if !out.status.success() {
             bail!(
                 "{} failed ({}) in {}:\n{}{}",
@@ -80,7 +77,7 @@ impl PrivateServer {
     /// as a file is reachable from any network namespace.
     pub(super) fn start_in_namespace(ns: &str, bind_ip: Ipv4Addr, port: u16) -> Result<PrivateServer> {
         let (mariadbd, dir, as_root) = Self::install()?;
-        let server = Self::spawn_in(&mariadbd, dir, port, as_root, Some((ns, bind_ip)))?;
+        let server = Self::spawn_in(&mariadbd, dir, port, as_root, Some((ns, bind_ip)), &[])?;
         if let Err(e) = server.wait_ready() {
             server.stop();
             return Err(e.context(format!("mariadbd in namespace {ns}")));
@@ -88,17 +85,15 @@ impl PrivateServer {
         Ok(server)
     }
 
-    pub(super) fn spawn(mariadbd: &Path, dir: PathBuf, port: u16, as_root: bool) -> Result<PrivateServer> {
-        Self::spawn_in(mariadbd, dir, port, as_root, None)
-    }
-
     /// `netns`: run inside that namespace, bound to that address instead of loopback.
+    /// `extra`: more options, after the usual ones.
     fn spawn_in(
         mariadbd: &Path,
         dir: PathBuf,
         port: u16,
         as_root: bool,
         netns: Option<(&str, Ipv4Addr)>,
+        extra: &[String],
     ) -> Result<PrivateServer> {
         let socket = dir.join("mysqld.sock");
         let mut cmd = match netns {
@@ -115,21 +110,19 @@ impl PrivateServer {
             .arg(format!("--datadir={}", dir.join("data").display()))
             .arg(format!("--socket={}", socket.display()))
             .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
-            .arg(format!(
-                "--log-error={}",
-                dir.join("data/error.log").display()
-            ))
+            .arg(format!("--log-error={}", dir.join("data/error.log").display()))
             .arg(format!("--port={port}"))
             // Temp tables (a server-side cursor's result, big sorts) in a dir of our own: a
             // starting mariadbd deletes every #sql* file in its tmpdir, so in a shared /tmp any
             // other test server starting up removed this one's, under an open cursor's feet.
             .arg(format!("--tmpdir={}", dir.display()))
+            // 600 unless the caller needs more (the soak holds 1,000 connections).
+            .arg(format!("--max-connections={}", max_connections()))
             .args([
                 "--bind-address=127.0.0.1",
                 "--skip-name-resolve",
                 "--max-allowed-packet=64M",
                 "--local-infile=1",
-                "--max-connections=600",
                 "--innodb-buffer-pool-size=256M",
                 "--plugin-load-add=auth_ed25519",
                 // What Debian's packaged config sets; --no-defaults would leave latin1.
@@ -143,7 +136,8 @@ impl PrivateServer {
                 // Else, with a binary log, only SUPER may create stored functions.
                 "--log-bin-trust-function-creators=1",
             ])
-            .args(INNODB_ARGS);
+            .args(INNODB_ARGS)
+            .args(extra);
         if let Some((_, ip)) = netns {
             // After the loopback default: of a repeated option, mariadbd keeps the last.
             cmd.arg(format!("--bind-address={ip}"));
@@ -151,14 +145,13 @@ impl PrivateServer {
         if as_root {
             cmd.arg("--user=root");
         }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(dir.join("mariadbd.stderr"))?);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(File::create(dir.join("mariadbd.stderr"))?);
         let parent = std::process::id() as libc::pid_t;
         // The server lives in a static that is never dropped, and a test run can be killed
         // outright; PDEATHSIG makes the kernel kill the server whenever we die, however we die.
         // SAFETY: runs between fork and exec; prctl and getppid are async-signal-safe and neither
         // allocates nor touches the parent's memory.
+        #[allow(unsafe_code)]
         unsafe {
             cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -166,9 +159,7 @@ impl PrivateServer {
                 }
                 // We may have died between fork and prctl; then no signal will ever come.
                 if libc::getppid() != parent {
-                    return Err(io::Error::other(
-                        "test process exited before mariadbd started",
-                    ));
+                    return Err(io::Error::other("test process exited before mariadbd started"));
                 }
                 Ok(())
             });
@@ -179,27 +170,17 @@ impl PrivateServer {
         let exited = Arc::new(OnceLock::new());
         let (tx, rx) = mpsc::channel();
         let reaped = exited.clone();
-        std::thread::Builder::new()
-            .name("mariadbd-owner".into())
-            .spawn(move || match cmd.spawn() {
-                Err(e) => drop(tx.send(Err(e))),
-                Ok(mut child) => {
-                    let _ = tx.send(Ok(child.id()));
-                    if let Ok(status) = child.wait() {
-                        let _ = reaped.set(status);
-                    }
+        std::thread::Builder::new().name("mariadbd-owner".into()).spawn(move || match cmd.spawn() {
+            Err(e) => drop(tx.send(Err(e))),
+            Ok(mut child) => {
+                let _ = tx.send(Ok(child.id()));
+                if let Ok(status) = child.wait() {
+                    let _ = reaped.set(status);
                 }
-            })?;
-        let pid = rx
-            .recv()?
-            .with_context(|| format!("starting {}", mariadbd.display()))?;
-        Ok(PrivateServer {
-            dir,
-            socket,
-            port,
-            pid,
-            exited,
-        })
+            }
+        })?;
+        let pid = rx.recv()?.with_context(|| format!("starting {}", mariadbd.display()))?;
+        Ok(PrivateServer { dir, socket, port, pid, exited })
     }
 
     /// The socket lives in our own dir, so accepting there proves *our* server is up, and
@@ -215,10 +196,7 @@ impl PrivateServer {
             }
             if Instant::now() > deadline {
                 self.kill();
-                bail!(
-                    "mariadbd did not accept connections within {START_TIMEOUT:?}\n{}",
-                    self.logs()
-                );
+                bail!("mariadbd did not accept connections within {START_TIMEOUT:?}\n{}", self.logs());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -233,11 +211,7 @@ impl PrivateServer {
         let tail = |path: PathBuf| {
             let text = fs::read_to_string(&path).unwrap_or_else(|e| format!("({e})"));
             let lines: Vec<&str> = text.lines().collect();
-            format!(
-                "--- {} (last 40 lines)\n{}\n",
-                path.display(),
-                lines[lines.len().saturating_sub(40)..].join("\n")
-            )
+            format!("--- {} (last 40 lines)\n{}\n", path.display(), lines[lines.len().saturating_sub(40)..].join("\n"))
         };
         tail(self.error_log()) + &tail(self.dir.join("mariadbd.stderr"))
     }
@@ -245,7 +219,10 @@ impl PrivateServer {
     pub(super) fn kill(&self) {
         if self.exited.get().is_none() {
             // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
-            unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(self.pid as libc::pid_t, libc::SIGKILL)
+            };
         }
     }
 
@@ -261,11 +238,7 @@ impl PrivateServer {
 }
 
 pub(super) extern "C" fn stop_private_server_at_exit() {
-    if let Some(Ok(TestDb {
-        private: Some(server),
-        ..
-    })) = SHARED.get()
-    {
+    if let Some(Ok(TestDb { private: Some(server), .. })) = SHARED.get() {
         server.stop();
     }
 }
@@ -280,9 +253,7 @@ pub(super) fn remove_stale_dirs(root: &Path) {
             continue;
         }
         let path = entry.path();
-        let owner = fs::read_to_string(path.join("owner.pid"))
-            .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
+        let owner = fs::read_to_string(path.join("owner.pid")).ok().and_then(|s| s.trim().parse::<u32>().ok());
         let stale = match owner {
             Some(pid) => !Path::new("/proc").join(pid.to_string()).exists(),
             // The owner writes its pid just after creating the dir: a young dir without one may
@@ -301,11 +272,7 @@ pub(super) fn remove_stale_dirs(root: &Path) {
 /// `$TMPDIR`, unless it is too long for a unix socket path (108 bytes; ours adds ~36).
 pub(super) fn temp_root() -> PathBuf {
     let root = std::env::temp_dir();
-    if root.as_os_str().len() > 70 {
-        PathBuf::from("/tmp")
-    } else {
-        root
-    }
+    if root.as_os_str().len() > 70 { PathBuf::from("/tmp") } else { root }
 }
 
 pub(super) fn free_port() -> io::Result<u16> {
@@ -315,9 +282,8 @@ pub(super) fn free_port() -> io::Result<u16> {
 /// The first of `names` that is an executable on `PATH` or in the usual sbin/bin dirs (`sbin` is
 /// often not on a non-root `PATH`).
 pub(super) fn find_binary(names: &[&str]) -> Result<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
     dirs.extend(["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin"].map(PathBuf::from));
     names
         .iter()
@@ -334,10 +300,7 @@ pub(super) fn cli() -> Result<&'static (PathBuf, Option<&'static str>), &'static
     static CLI: OnceLock<Result<(PathBuf, Option<&'static str>), String>> = OnceLock::new();
     let cli = CLI.get_or_init(|| {
         let path = find_binary(&["mariadb", "mysql"]).map_err(|e| e.to_string())?;
-        let help = Command::new(&path)
-            .arg("--help")
-            .output()
-            .map_err(|e| e.to_string())?;
+        let help = Command::new(&path).arg("--help").output().map_err(|e| e.to_string())?;
         let help = String::from_utf8_lossy(&help.stdout);
         let flag = match (help.contains("--ssl-mode"), help.contains("--ssl")) {
             (true, _) => Some("--ssl-mode=DISABLED"),
@@ -353,10 +316,13 @@ pub(super) fn cli() -> Result<&'static (PathBuf, Option<&'static str>), &'static
 pub(super) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// `RTTSCOPE_TEST_MYSQL_MAX_CONNECTIONS` for a private server, else 600.
+fn max_connections() -> u32 {
+    std::env::var("RTTSCOPE_TEST_MYSQL_MAX_CONNECTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(600)
 }

@@ -1,5 +1,6 @@
-//! The delay line: per direction, a reader thread that stamps and shapes packets and a writer
-//! thread that releases each one at its due time.
+//! The delay line: per direction, a reader thread that stamps, shapes and impairs packets and a
+//! writer thread that releases each one at its due time (plus a second writer for packets held
+//! back for reordering, when that is on).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -11,6 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::WanConfig;
+use super::impair::{Fate, Impairer, WanImpairments};
 use super::sys;
 
 /// How long before a deadline the writer stops sleeping and spins. A SCHED_FIFO thread's
@@ -30,19 +32,39 @@ const LINE_CAPACITY: usize = 16_384;
 /// Largest packet read from a TUN device: the MTU is 1500 but nothing stops a larger write.
 const MAX_PACKET: usize = 65_536;
 
-/// Counters for one direction of the link.
+/// Counters for one direction of the link. Once nothing is in flight,
+/// `seen + duplicated == packets + dropped + lost`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirectionStats {
-    /// Packets written to the far TUN device.
+    /// Packets read from the near TUN device.
+    pub seen: u64,
+    /// Packets written to the far TUN device (a duplicated packet counts twice).
     pub packets: u64,
     /// IP bytes in those packets.
     pub bytes: u64,
     /// Packets dropped: bottleneck queue full (tail drop) or delay line at capacity.
     pub dropped: u64,
+    /// Packets dropped at random by the loss impairment (not in `dropped`).
+    pub lost: u64,
+    /// Extra copies made by the duplication impairment.
+    pub duplicated: u64,
+    /// Packets corrupted by the corruption impairment and handed to the delay line (one
+    /// later dropped for a full line counts in `dropped` instead).
+    pub corrupted: u64,
+    /// Packets held back by the reordering impairment, likewise.
+    pub reordered: u64,
     /// Packets released more than 250 µs after their due time (emulator imprecision).
     pub late: u64,
     /// The worst release delay past a due time seen so far.
     pub max_lateness: Duration,
+}
+
+impl DirectionStats {
+    /// Packets on the line now: read or copied, and not yet written, dropped or lost. The
+    /// counters are read one by one, so while packets flow this is approximate.
+    pub fn in_flight(&self) -> u64 {
+        (self.seen + self.duplicated).saturating_sub(self.packets + self.dropped + self.lost)
+    }
 }
 
 /// Counters for both directions; see [`DirectionStats`].
@@ -52,15 +74,21 @@ pub struct WanStats {
     pub server_to_client: DirectionStats,
     /// Client namespace → server namespace (queries, ACKs).
     pub client_to_server: DirectionStats,
-    /// Forwarder threads running under SCHED_FIFO (4 when real-time priority was granted).
+    /// Forwarder threads running under SCHED_FIFO: all of them when real-time priority was
+    /// granted, which is 4, plus one for each direction that reorders.
     pub realtime_threads: u64,
 }
 
 #[derive(Default)]
 struct Counters {
+    seen: AtomicU64,
     packets: AtomicU64,
     bytes: AtomicU64,
     dropped: AtomicU64,
+    lost: AtomicU64,
+    duplicated: AtomicU64,
+    corrupted: AtomicU64,
+    reordered: AtomicU64,
     late: AtomicU64,
     max_late_ns: AtomicU64,
 }
@@ -68,9 +96,14 @@ struct Counters {
 impl Counters {
     fn snapshot(&self) -> DirectionStats {
         DirectionStats {
+            seen: self.seen.load(Ordering::Relaxed),
             packets: self.packets.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            lost: self.lost.load(Ordering::Relaxed),
+            duplicated: self.duplicated.load(Ordering::Relaxed),
+            corrupted: self.corrupted.load(Ordering::Relaxed),
+            reordered: self.reordered.load(Ordering::Relaxed),
             late: self.late.load(Ordering::Relaxed),
             max_lateness: Duration::from_nanos(self.max_late_ns.load(Ordering::Relaxed)),
         }
@@ -95,12 +128,7 @@ impl Shaper {
     /// A shaper adding `delay` one way, serialising at `rate_bps` (if any) behind a queue of
     /// `queue_bytes`.
     pub fn new(delay: Duration, rate_bps: Option<u64>, queue_bytes: usize) -> Shaper {
-        Shaper {
-            delay,
-            rate_bps,
-            queue_bytes,
-            link_free_at: None,
-        }
+        Shaper { delay, rate_bps, queue_bytes, link_free_at: None }
     }
 
     /// Admits a packet of `len` IP bytes read at `now`: `Some(due)` to release it at `due`,
@@ -133,9 +161,12 @@ struct Packet {
     data: Vec<u8>,
 }
 
-/// The four forwarder threads. Dropping it stops and joins them.
+/// The forwarder threads: four, or six with reordering. Dropping it stops and joins them.
 pub struct Forwarder {
     stop: Arc<AtomicBool>,
+    /// While set, every packet read in either direction is lost: a blackholed link (a
+    /// firewall that drops, a cable pulled), which neither end hears about.
+    cut: Arc<AtomicBool>,
     wake: Arc<OwnedFd>,
     threads: Vec<JoinHandle<()>>,
     server_to_client: Arc<Counters>,
@@ -145,17 +176,20 @@ pub struct Forwarder {
 
 impl Forwarder {
     /// Starts forwarding between the two TUN queues with `config`'s delay and bottleneck,
-    /// the same in both directions. `label` goes into thread names.
+    /// the same in both directions, and each direction's impairments. `label` goes into
+    /// thread names.
     pub fn start(
         server_tun: File,
         client_tun: File,
         config: &WanConfig,
+        impairments: &WanImpairments,
         label: &str,
     ) -> io::Result<Forwarder> {
         let mut fwd = Forwarder {
             stop: Arc::new(AtomicBool::new(false)),
+            cut: Arc::new(AtomicBool::new(false)),
             wake: Arc::new(sys::eventfd()?),
-            threads: Vec::with_capacity(4),
+            threads: Vec::with_capacity(6),
             server_to_client: Arc::default(),
             client_to_server: Arc::default(),
             realtime: Arc::default(),
@@ -164,62 +198,66 @@ impl Forwarder {
         let client_tun = Arc::new(client_tun);
         // If a spawn fails, `?` drops `fwd`, whose Drop stops the threads already running.
         let s2c = fwd.server_to_client.clone();
-        fwd.direction(
-            &format!("{label}s2c"),
-            &server_tun,
-            &client_tun,
-            config,
-            s2c,
-        )?;
+        let s2c_impairer = Impairer::new(impairments.server_to_client, impairments.seed, 0);
+        fwd.direction(&format!("{label}s2c"), (&server_tun, &client_tun), config, s2c_impairer, s2c)?;
         let c2s = fwd.client_to_server.clone();
-        fwd.direction(
-            &format!("{label}c2s"),
-            &client_tun,
-            &server_tun,
-            config,
-            c2s,
-        )?;
+        let c2s_impairer = Impairer::new(impairments.client_to_server, impairments.seed, 1);
+        fwd.direction(&format!("{label}c2s"), (&client_tun, &server_tun), config, c2s_impairer, c2s)?;
         Ok(fwd)
     }
 
     fn direction(
         &mut self,
         name: &str,
-        from: &Arc<File>,
-        to: &Arc<File>,
+        (from, to): (&Arc<File>, &Arc<File>),
         config: &WanConfig,
+        impairer: Impairer,
         counters: Arc<Counters>,
     ) -> io::Result<()> {
         // Each direction gets half the round trip; the bottleneck applies to both, like a
         // symmetric leased line.
         let shaper = Shaper::new(config.rtt / 2, config.bandwidth_bps, config.queue_bytes);
         let (tx, rx) = mpsc::sync_channel(LINE_CAPACITY);
+        // Held-back packets have their own line and writer: each line's due times never
+        // decrease, so each writer still releases in FIFO order, and the two interleave by
+        // due time on the far device.
+        let hold = if impairer.settings().reorders() {
+            let (held_tx, held_rx) = mpsc::sync_channel(LINE_CAPACITY);
+            self.writer(&format!("{name}-ho"), to, held_rx, &counters)?;
+            Some(Hold { tx: held_tx, gap: impairer.settings().reorder_gap })
+        } else {
+            None
+        };
         let reader = Reader {
             from: from.clone(),
             wake: self.wake.clone(),
             shaper,
+            impairer,
             tx,
+            hold,
+            cut: self.cut.clone(),
             counters: counters.clone(),
             realtime: self.realtime.clone(),
         };
-        self.threads.push(
-            std::thread::Builder::new()
-                .name(format!("{name}-rd"))
-                .spawn(move || reader.run())?,
-        );
+        self.threads.push(std::thread::Builder::new().name(format!("{name}-rd")).spawn(move || reader.run())?);
+        self.writer(&format!("{name}-wr"), to, rx, &counters)
+    }
+
+    fn writer(&mut self, name: &str, to: &Arc<File>, rx: Receiver<Packet>, counters: &Arc<Counters>) -> io::Result<()> {
         let writer = Writer {
             to: to.clone(),
             rx,
             stop: self.stop.clone(),
-            counters,
+            counters: counters.clone(),
             realtime: self.realtime.clone(),
         };
-        self.threads.push(
-            std::thread::Builder::new()
-                .name(format!("{name}-wr"))
-                .spawn(move || writer.run())?,
-        );
+        self.threads.push(std::thread::Builder::new().name(name.to_owned()).spawn(move || writer.run())?);
         Ok(())
+    }
+
+    /// Drops every packet from now on (`true`) or forwards again (`false`).
+    pub fn set_cut(&self, cut: bool) {
+        self.cut.store(cut, Ordering::SeqCst);
     }
 
     /// A snapshot of both directions' counters.
@@ -234,9 +272,7 @@ impl Forwarder {
 
 impl std::fmt::Debug for Forwarder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Forwarder")
-            .field("stats", &self.stats())
-            .finish_non_exhaustive()
+        f.debug_struct("Forwarder").field("stats", &self.stats()).finish_non_exhaustive()
     }
 }
 
@@ -254,11 +290,20 @@ impl Drop for Forwarder {
     }
 }
 
+/// The line for packets held back by the reordering impairment.
+struct Hold {
+    tx: SyncSender<Packet>,
+    gap: Duration,
+}
+
 struct Reader {
     from: Arc<File>,
     wake: Arc<OwnedFd>,
     shaper: Shaper,
+    impairer: Impairer,
     tx: SyncSender<Packet>,
+    hold: Option<Hold>,
+    cut: Arc<AtomicBool>,
     counters: Arc<Counters>,
     realtime: Arc<AtomicU64>,
 }
@@ -273,12 +318,7 @@ impl Reader {
             let len = match (&*self.from).read(&mut buf) {
                 Ok(0) => break,
                 Ok(len) => len,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
-                    ) =>
-                {
+                Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock) => {
                     continue;
                 }
                 Err(_) => break,
@@ -286,21 +326,69 @@ impl Reader {
             // The one-way delay runs from this instant (as toxiproxy's latency does): time in
             // the kernel's queues before we read is the sender's, not the link's.
             let now = Instant::now();
+            self.counters.seen.fetch_add(1, Ordering::Relaxed);
+            if self.cut.load(Ordering::Relaxed) {
+                // Counted as lost, so `seen + duplicated == packets + dropped + lost` holds.
+                self.counters.lost.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            // Every packet read draws its fate, so the n-th packet's fate is the same in every
+            // run with the seed; it applies only if the bottleneck admits the packet.
+            let fate = if self.impairer.is_active() { self.impairer.next(&buf[..len]) } else { Fate::default() };
             let Some(due) = self.shaper.admit(now, len) else {
                 self.counters.dropped.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            match self.tx.try_send(Packet {
-                due,
-                data: buf[..len].to_vec(),
-            }) {
-                Ok(()) => {}
-                Err(TrySendError::Full(_)) => {
-                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(TrySendError::Disconnected(_)) => break,
+            if self.forward(&buf[..len], due, fate).is_err() {
+                break;
             }
         }
+    }
+
+    /// Impairs a packet that has left the bottleneck, due at `due`, and queues it (and its
+    /// copy) for release. The impairments act on the line after the bottleneck: a lost packet
+    /// has used its slot, a duplicate does not take one. `Err` when the writer is gone.
+    fn forward(&self, packet: &[u8], due: Instant, fate: Fate) -> Result<(), ()> {
+        let c = &*self.counters;
+        if fate.lose {
+            c.lost.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let copy = fate.duplicate.then(|| packet.to_vec());
+        let mut data = packet.to_vec();
+        if let Some((at, mask)) = fate.corrupt {
+            data[at] ^= mask;
+        }
+        let sent = match (&self.hold, fate.reorder) {
+            (Some(hold), true) => offer(&hold.tx, Packet { due: due + hold.gap, data }, c)?,
+            _ => offer(&self.tx, Packet { due, data }, c)?,
+        };
+        if sent {
+            if fate.corrupt.is_some() {
+                c.corrupted.fetch_add(1, Ordering::Relaxed);
+            }
+            if fate.reorder && self.hold.is_some() {
+                c.reordered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Some(data) = copy {
+            c.duplicated.fetch_add(1, Ordering::Relaxed);
+            offer(&self.tx, Packet { due, data }, c)?;
+        }
+        Ok(())
+    }
+}
+
+/// Queues `pkt` on a line: `Ok(true)` if queued, `Ok(false)` if the line was full (counted as
+/// a drop), `Err` when its writer is gone.
+fn offer(line: &SyncSender<Packet>, pkt: Packet, counters: &Counters) -> Result<bool, ()> {
+    match line.try_send(pkt) {
+        Ok(()) => Ok(true),
+        Err(TrySendError::Full(_)) => {
+            counters.dropped.fetch_add(1, Ordering::Relaxed);
+            Ok(false)
+        }
+        Err(TrySendError::Disconnected(_)) => Err(()),
     }
 }
 
@@ -328,9 +416,7 @@ impl Writer {
             match (&*self.to).write(&pkt.data) {
                 Ok(_) => {
                     self.counters.packets.fetch_add(1, Ordering::Relaxed);
-                    self.counters
-                        .bytes
-                        .fetch_add(pkt.data.len() as u64, Ordering::Relaxed);
+                    self.counters.bytes.fetch_add(pkt.data.len() as u64, Ordering::Relaxed);
                 }
                 Err(_) => {
                     self.counters.dropped.fetch_add(1, Ordering::Relaxed);
@@ -340,9 +426,7 @@ impl Writer {
                 self.counters.late.fetch_add(1, Ordering::Relaxed);
             }
             let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-            self.counters
-                .max_late_ns
-                .fetch_max(late_ns, Ordering::Relaxed);
+            self.counters.max_late_ns.fetch_max(late_ns, Ordering::Relaxed);
         }
     }
 }
@@ -389,10 +473,7 @@ mod tests {
         assert_eq!(s.admit(t0, 1500), Some(t0 + Duration::from_millis(12)));
         // An idle link starts serialising at arrival, not at the end of the old backlog.
         let later = t0 + Duration::from_millis(100);
-        assert_eq!(
-            s.admit(later, 1500),
-            Some(later + Duration::from_millis(11))
-        );
+        assert_eq!(s.admit(later, 1500), Some(later + Duration::from_millis(11)));
     }
 
     #[test]
@@ -403,10 +484,7 @@ mod tests {
         assert!(s.admit(t0, 1500).is_some()); // backlog 3000
         assert_eq!(s.admit(t0, 1500), None); // 4500 > 3000: tail drop
         // 1 ms later one packet has left the queue: room again.
-        assert_eq!(
-            s.admit(t0 + Duration::from_millis(1), 1500),
-            Some(t0 + Duration::from_millis(3))
-        );
+        assert_eq!(s.admit(t0 + Duration::from_millis(1), 1500), Some(t0 + Duration::from_millis(3)));
     }
 
     #[test]

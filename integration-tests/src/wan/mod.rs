@@ -13,6 +13,13 @@
 //! spin for the last 100 µs). The threads ask for SCHED_FIFO and carry on without it if
 //! refused (`WanStats::realtime_threads` tells which).
 //!
+//! Optionally the line also loses, duplicates, corrupts and reorders packets, per direction,
+//! from a seed ([`WanImpairments`], started with [`WanLink::start_impaired`]; see `impair.rs`
+//! for the model and how it differs from netem). [`WanLink::stats`] counts what it did; the
+//! kernels' side of the story is in [`tcp_info`] of a socket and [`WanLink::net_counters`] of
+//! a namespace. [`WanLink::bulk_download`] moves a checked stream across the link and returns
+//! both ends' `TCP_INFO`.
+//!
 //! Usage: `WanLink::available()` first (tests print `skipped: <why>` and return when it fails),
 //! then `WanLink::start(config)`. Create sockets with [`WanLink::in_namespace`] (a listener in
 //! [`WanLink::server_ns`], a client in [`WanLink::client_ns`]); they stay in their namespace
@@ -36,10 +43,24 @@
 //! let addr = (link.server_ip(), listener.local_addr()?.port());
 //! let stream = link.in_namespace(link.client_ns(), || TcpStream::connect(addr))??;
 //! let mysql = link.command(link.server_ns(), "mariadbd").args(["--port", "3306"]).spawn()?;
+//!
+//! // 1 % loss on the way to the client, reproducibly:
+//! let lossy = Impairments { loss: Chance::rate(0.01), ..Impairments::default() };
+//! let link = WanLink::start_impaired(
+//!     WanConfig::with_rtt(Duration::from_millis(20)),
+//!     WanImpairments { seed: 7, server_to_client: lossy, ..WanImpairments::default() },
+//! )?;
+//! // … a transfer …
+//! let lost = link.stats().server_to_client.lost;
+//! let csum_errors = link.net_counters(link.client_ns())?.get("Tcp.InCsumErrors");
 //! ```
 
+mod bridge;
 mod forward;
+mod impair;
+mod kernel;
 mod netns;
+mod probe;
 mod sys;
 
 use std::io;
@@ -48,7 +69,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+pub use bridge::Bridge;
 pub use forward::{DirectionStats, WanStats};
+pub use impair::{Chance, Impairments, WanImpairments};
+pub use kernel::{NetCounters, TcpInfo, tcp_info};
+pub use probe::Transfer;
 
 /// Name of the TUN device in each namespace.
 const TUN_NAME: &str = "wan0";
@@ -56,7 +81,8 @@ const TUN_NAME: &str = "wan0";
 /// Distinguishes the links of one process in namespace names and subnets.
 static NEXT_LINK: AtomicU32 = AtomicU32::new(0);
 
-/// The emulated link. The same settings apply in each direction.
+/// The emulated link. The same settings apply in each direction. What goes wrong on it, which
+/// may differ per direction, is in [`WanImpairments`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WanConfig {
     /// Round-trip time added by the link; each direction is delayed by half of it.
@@ -72,11 +98,7 @@ pub struct WanConfig {
 impl WanConfig {
     /// A link with `rtt` and no bandwidth limit.
     pub fn with_rtt(rtt: Duration) -> WanConfig {
-        WanConfig {
-            rtt,
-            bandwidth_bps: None,
-            queue_bytes: 0,
-        }
+        WanConfig { rtt, bandwidth_bps: None, queue_bytes: 0 }
     }
 
     /// The bandwidth-delay product in bytes (0 without a bandwidth limit).
@@ -90,6 +112,7 @@ impl WanConfig {
 #[derive(Debug)]
 pub struct WanLink {
     config: WanConfig,
+    impairments: WanImpairments,
     server_ip: Ipv4Addr,
     client_ip: Ipv4Addr,
     // Field order is teardown order: the forwarder's threads stop and its TUN fds close
@@ -108,14 +131,9 @@ impl WanLink {
             return Err("the WAN emulator needs root (network namespaces, TUN)".into());
         }
         // Root in a container may lack these; then `ip netns add` would fail mid-test.
-        for (bit, name) in [
-            (CAP_NET_ADMIN, "CAP_NET_ADMIN"),
-            (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
-        ] {
+        for (bit, name) in [(CAP_NET_ADMIN, "CAP_NET_ADMIN"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN")] {
             if !has_capability(bit) {
-                return Err(format!(
-                    "the WAN emulator needs {name} (namespaces, TUN, mounts)"
-                ));
+                return Err(format!("the WAN emulator needs {name} (namespaces, TUN, mounts)"));
             }
         }
         if !std::path::Path::new("/dev/net/tun").exists() {
@@ -128,14 +146,19 @@ impl WanLink {
         }
     }
 
-    /// Creates the namespaces and TUN devices and starts forwarding.
+    /// Creates the namespaces and TUN devices and starts forwarding, with no impairments.
     pub fn start(config: WanConfig) -> io::Result<WanLink> {
+        WanLink::start_impaired(config, WanImpairments::default())
+    }
+
+    /// Like [`start`](Self::start), and the line also loses, duplicates, corrupts or reorders
+    /// packets as `impairments` say. Rates outside [0, 1], correlations outside [0, 1) and
+    /// reordering without a gap are `InvalidInput`.
+    pub fn start_impaired(config: WanConfig, impairments: WanImpairments) -> io::Result<WanLink> {
         if config.bandwidth_bps == Some(0) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "bandwidth_bps must be > 0",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bandwidth_bps must be > 0"));
         }
+        impairments.validate().map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
         for name in netns::cleanup_stale() {
             eprintln!("wan: removed stale namespace {name}");
         }
@@ -152,21 +175,19 @@ impl WanLink {
         let client = netns::Netns::create(format!("{}{pid}-{n}-cli", netns::PREFIX))?;
         let server_tun = tun_in(&server, server_ip, client_ip)?;
         let client_tun = tun_in(&client, client_ip, server_ip)?;
-        let forwarder =
-            forward::Forwarder::start(server_tun, client_tun, &config, &format!("wan{n}"))?;
-        Ok(WanLink {
-            config,
-            server_ip,
-            client_ip,
-            forwarder,
-            server,
-            client,
-        })
+        let forwarder = forward::Forwarder::start(server_tun, client_tun, &config, &impairments, &format!("wan{n}"))?;
+        Ok(WanLink { config, impairments, server_ip, client_ip, forwarder, server, client })
     }
 
     /// The link's settings.
     pub fn config(&self) -> WanConfig {
         self.config
+    }
+
+    /// What the link does wrong (the default, nothing, unless started with
+    /// [`start_impaired`](Self::start_impaired)).
+    pub fn impairments(&self) -> WanImpairments {
+        self.impairments
     }
 
     /// Name of the server-side namespace (`rtts-<pid>-<n>-srv`).
@@ -189,9 +210,44 @@ impl WanLink {
         self.client_ip
     }
 
-    /// Packets forwarded, dropped and released late, per direction, so far.
+    /// A port on 127.0.0.1 of the caller's namespace whose connections are dialled to
+    /// `target` from inside `ns`: how a client outside reaches rttscope run in a namespace.
+    pub fn bridge(&self, ns: &str, target: std::net::SocketAddr) -> io::Result<Bridge> {
+        Bridge::start(ns, target)
+    }
+
+    /// Blackholes the link (`true`): every packet either way is dropped, no RST, no ICMP —
+    /// what a firewall that drops or a dead path looks like to both ends. `false` restores
+    /// it. Dropped packets count as `lost`.
+    pub fn set_cut(&self, cut: bool) {
+        self.forwarder.set_cut(cut);
+    }
+
+    /// Packets seen, forwarded, dropped, released late and impaired, per direction, so far.
     pub fn stats(&self) -> WanStats {
         self.forwarder.stats()
+    }
+
+    /// Waits until no packet is on the line in either direction, at most `timeout`, and returns
+    /// the counters then: after a transfer, so that what was held back or duplicated has
+    /// arrived before they are compared with the kernels' counters.
+    pub fn settled_stats(&self, timeout: Duration) -> WanStats {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let stats = self.stats();
+            let idle = stats.server_to_client.in_flight() == 0 && stats.client_to_server.in_flight() == 0;
+            if idle || std::time::Instant::now() >= deadline {
+                return stats;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The TCP/IP counters of namespace `ns` (`nstat`'s source), e.g.
+    /// `get("Tcp.InCsumErrors")` in the client namespace counts segments its kernel dropped for
+    /// a bad checksum. Both namespaces are new, so every counter started at zero.
+    pub fn net_counters(&self, ns: &str) -> io::Result<NetCounters> {
+        netns::run_in(ns, NetCounters::read_own)?
     }
 
     /// Runs `f` on a thread inside namespace `ns` (any named namespace, usually
@@ -234,16 +290,12 @@ fn tun_in(ns: &netns::Netns, local: Ipv4Addr, peer: Ipv4Addr) -> io::Result<std:
     let name = ns.name();
     // IPv6 would send router solicitations and MLD reports over the link, noise in the
     // packet counts; new devices inherit `default`. Absent IPv6 is not an error.
-    let _ = netns::run_in(name, || {
-        std::fs::write("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1")
-    });
+    let _ = netns::run_in(name, || std::fs::write("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1"));
     // The TUN device is created in the namespace of the thread that opens /dev/net/tun.
     let tun = netns::run_in(name, || sys::open_tun(TUN_NAME))??;
     let local = local.to_string();
     let peer = format!("{peer}/30");
-    netns::ip(&[
-        "-n", name, "addr", "add", &local, "peer", &peer, "dev", TUN_NAME,
-    ])?;
+    netns::ip(&["-n", name, "addr", "add", &local, "peer", &peer, "dev", TUN_NAME])?;
     netns::ip(&["-n", name, "link", "set", TUN_NAME, "mtu", "1500", "up"])?;
     Ok(tun)
 }

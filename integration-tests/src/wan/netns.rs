@@ -69,9 +69,8 @@ impl Drop for Netns {
 pub fn run_in<T: Send, F: FnOnce() -> T + Send>(name: &str, f: F) -> io::Result<T> {
     let ns_path = path(name);
     std::thread::scope(|s| {
-        let handle = std::thread::Builder::new()
-            .name(format!("in-{name}"))
-            .spawn_scoped(s, move || -> io::Result<T> {
+        let handle =
+            std::thread::Builder::new().name(format!("in-{name}")).spawn_scoped(s, move || -> io::Result<T> {
                 sys::enter_netns(&ns_path)?;
                 Ok(f())
             })?;

@@ -1,118 +1,133 @@
-//! Prometheus text exposition (format 0.0.4), written by each component
-//! into a [`MetricsWriter`] at scrape time. Names carry their unit; label
-//! sets are bounded (command names, directions) — never raw SQL.
+//! The Prometheus exposition (text format 0.0.4) through `prometheus-client`: each part's
+//! [`Collector`](prometheus_client::collector::Collector) (in `collectors`) writes its
+//! families at scrape time from the counters it already keeps, through [`Families`]. Names
+//! carry their unit; label sets are bounded (command names, directions, the top statements
+//! and `other`) — never raw SQL.
 
-use std::fmt::Write;
+use std::fmt;
+
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeCounterValue, EncodeGaugeValue, EncodeLabelSet, EncodeMetric, NoLabelSet,
+};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 
 use crate::record::BucketHistogram;
 
-/// Writes metric families; one `# HELP` and `# TYPE` per family.
-#[derive(Default)]
-pub struct MetricsWriter {
-    out: String,
+/// The `Content-Type` of what [`encode`] writes.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Everything registered, in the text format.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail; a collector that fails ends the exposition early,
+    // which a scraper sees as a short page rather than none.
+    if let Err(e) = prometheus_client::encoding::prometheus_text::encode(&mut out, registry) {
+        tracing::error!(error = %e, "cannot encode the metrics");
+    }
+    out
 }
 
-impl MetricsWriter {
-    pub fn new() -> MetricsWriter {
-        MetricsWriter::default()
+/// One label set per series, as the families below take them.
+pub type Labels<'a, const N: usize> = [(&'a str, &'a str); N];
+
+/// Writes metric families during a scrape. Names are given as exposed, counters with their
+/// `_total` (the encoder adds it, so it is taken off here: grep finds the exposed name).
+pub struct Families<'a> {
+    encoder: DescriptorEncoder<'a>,
+}
+
+impl<'a> Families<'a> {
+    pub fn new(encoder: DescriptorEncoder<'a>) -> Families<'a> {
+        Families { encoder }
     }
 
-    pub fn finish(self) -> String {
-        self.out
+    pub fn counter(&mut self, name: &str, help: &str, value: impl EncodeCounterValue) -> fmt::Result {
+        let metric = self.encoder.encode_descriptor(counter_base(name), help, None, MetricType::Counter)?;
+        ConstCounter::new(value).encode(metric)
     }
 
-    fn header(&mut self, name: &str, help: &str, kind: &str) {
-        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    pub fn gauge(&mut self, name: &str, help: &str, value: impl EncodeGaugeValue) -> fmt::Result {
+        let metric = self.encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        ConstGauge::new(value).encode(metric)
     }
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let _ = write!(self.out, "{k}=\"{}\"", escape_label(v));
-            }
-            self.out.push('}');
+    /// A counter family, one series per label set.
+    pub fn labelled_counter<L: EncodeLabelSet, V: EncodeCounterValue>(
+        &mut self,
+        name: &str,
+        help: &str,
+        series: impl IntoIterator<Item = (L, V)>,
+    ) -> fmt::Result {
+        let mut metric = self.encoder.encode_descriptor(counter_base(name), help, None, MetricType::Counter)?;
+        for (labels, value) in series {
+            ConstCounter::new(value).encode(metric.encode_family(&labels)?)?;
         }
-        let _ = writeln!(self.out, " {}", number(value));
+        Ok(())
     }
 
-    pub fn counter(&mut self, name: &str, help: &str, value: u64) {
-        self.header(name, help, "counter");
-        self.sample(name, &[], value as f64);
+    pub fn histogram(&mut self, name: &str, help: &str, h: &BucketHistogram) -> fmt::Result {
+        let mut metric = self.encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+        let buckets: Vec<(f64, u64)> = h.buckets().collect();
+        metric.encode_histogram::<NoLabelSet>(h.sum(), h.count(), &buckets, None)
     }
 
-    pub fn gauge(&mut self, name: &str, help: &str, value: f64) {
-        self.header(name, help, "gauge");
-        self.sample(name, &[], value);
-    }
-
-    /// A counter family with one label.
-    pub fn labelled_counter<'a>(&mut self, name: &str, help: &str, label: &str, values: impl IntoIterator<Item = (&'a str, u64)>) {
-        self.header(name, help, "counter");
-        for (l, v) in values {
-            self.sample(name, &[(label, l)], v as f64);
+    /// A histogram family, one series per label set.
+    pub fn labelled_histogram<'h, L: EncodeLabelSet>(
+        &mut self,
+        name: &str,
+        help: &str,
+        series: impl IntoIterator<Item = (L, &'h BucketHistogram)>,
+    ) -> fmt::Result {
+        let mut metric = self.encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+        let mut buckets = Vec::new();
+        for (labels, h) in series {
+            buckets.clear();
+            buckets.extend(h.buckets());
+            metric.encode_family(&labels)?.encode_histogram::<NoLabelSet>(h.sum(), h.count(), &buckets, None)?;
         }
-    }
-
-    /// A counter family with one label and fractional values (seconds).
-    pub fn labelled_counter_f64<'a>(&mut self, name: &str, help: &str, label: &str, values: impl IntoIterator<Item = (&'a str, f64)>) {
-        self.header(name, help, "counter");
-        for (l, v) in values {
-            self.sample(name, &[(label, l)], v);
-        }
-    }
-
-    /// A gauge family with one label.
-    pub fn labelled_gauge<'a>(&mut self, name: &str, help: &str, label: &str, values: impl IntoIterator<Item = (&'a str, f64)>) {
-        self.header(name, help, "gauge");
-        for (l, v) in values {
-            self.sample(name, &[(label, l)], v);
-        }
-    }
-
-    pub fn histogram(&mut self, name: &str, help: &str, h: &BucketHistogram) {
-        self.header(name, help, "histogram");
-        let bucket = format!("{name}_bucket");
-        let mut cumulative = 0;
-        for (bound, count) in h.buckets() {
-            cumulative += count;
-            self.sample(&bucket, &[("le", &number(bound))], cumulative as f64);
-        }
-        self.sample(&bucket, &[("le", "+Inf")], h.count() as f64);
-        self.sample(&format!("{name}_sum"), &[], h.sum());
-        self.sample(&format!("{name}_count"), &[], h.count() as f64);
+        Ok(())
     }
 }
 
-fn number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{}", v as i64) } else { format!("{v}") }
-}
-
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+fn counter_base(name: &str) -> &str {
+    name.strip_suffix("_total").unwrap_or(name)
 }
 
 #[cfg(test)]
 mod tests {
+    use prometheus_client::collector::Collector;
+
     use super::*;
+
+    #[derive(Debug)]
+    struct Sample;
+
+    impl Collector for Sample {
+        fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+            let mut h = BucketHistogram::new(&[0.001, 0.01]);
+            h.observe(0.0005);
+            h.observe(0.005);
+            h.observe(5.0);
+            let mut f = Families::new(encoder);
+            f.counter("rttscope_round_trips_total", "Round trips.", 3u64)?;
+            f.labelled_counter(
+                "rttscope_commands_total",
+                "Commands.",
+                [([("command", "COM_QUERY")], 2u64), ([("command", "COM_PING")], 1)],
+            )?;
+            f.histogram("rttscope_query_duration_seconds", "Latency.", &h)
+        }
+    }
 
     #[test]
     fn encodes_counters_and_cumulative_histograms() {
-        let mut h = BucketHistogram::new(&[0.001, 0.01]);
-        h.observe(0.0005);
-        h.observe(0.005);
-        h.observe(5.0);
-        let mut w = MetricsWriter::new();
-        w.counter("rttscope_round_trips_total", "Round trips.", 3);
-        w.labelled_counter("rttscope_commands_total", "Commands.", "command", [("COM_QUERY", 2), ("COM_PING", 1)]);
-        w.histogram("rttscope_query_duration_seconds", "Latency.", &h);
-        let text = w.finish();
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Sample));
         assert_eq!(
-            text,
+            encode(&registry),
             "# HELP rttscope_round_trips_total Round trips.\n# TYPE rttscope_round_trips_total counter\nrttscope_round_trips_total 3\n\
              # HELP rttscope_commands_total Commands.\n# TYPE rttscope_commands_total counter\n\
              rttscope_commands_total{command=\"COM_QUERY\"} 2\nrttscope_commands_total{command=\"COM_PING\"} 1\n\

@@ -1,43 +1,59 @@
 //! The admin HTTP API: `/metrics` (Prometheus text), `/report` (JSON, or
-//! `?format=text|html`), `/connections` (live), `GET/PUT /inject` (the
+//! `?format=text|html`; `?window=15m` for the last 15 minutes only), `/connections` (live), `GET/PUT /inject` (the
 //! emulated link, replaced live), `/healthz`, `POST /reset`.
 //! It reads what the collector aggregated; nothing here touches the
 //! forwarding path.
+//!
+//! - `guard`: Host, token, JSON-only mutations, body limits, before any handler;
+//! - `server`: the listener: connection cap, header timeout and size;
+//! - `token`: where the token comes from, and the comparison;
+//! - `metrics`: the Prometheus text writer.
 
-pub mod client;
+pub mod collectors;
+pub mod guard;
 pub mod metrics;
+mod server;
+pub mod token;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use rttscope_config::{Config, Inject, ReportFormat};
+use rttscope_config::{AdminToken, Config, HumanDuration, Inject, ReportFormat};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 
 use crate::findings::FindingsEngine;
 use crate::inject::InjectControl;
 use crate::link::Links;
+use crate::live::{Legs, LiveLink, LiveRegistry};
 use crate::protocol::constants::command;
-use crate::record::{micros, Aggregates, LiveLink};
+use crate::record::{Aggregates, WindowError, Windows, micros};
 use crate::relay::RelayStats;
-use crate::report::{render_html, render_text, Extras, Report};
-use metrics::MetricsWriter;
+use crate::report::{self, Extras, Report};
 
 /// What the admin API reads.
 pub struct AdminState {
     pub config: Arc<Config>,
     pub aggregates: Arc<Mutex<Aggregates>>,
+    /// The recording in slots, for rolling-window reports.
+    pub windows: Arc<Mutex<Windows>>,
     pub findings: Arc<Mutex<FindingsEngine>>,
     pub links: Arc<Mutex<Links>>,
     pub inject: Arc<InjectControl>,
     pub relay: Arc<RelayStats>,
+    /// The open connections, as their tasks describe them.
+    pub live: Arc<LiveRegistry>,
     pub dropped: Arc<AtomicU64>,
+    /// The CA of rttscope's generated client-side certificate (PEM), if it made one.
+    pub tls_ca: Option<String>,
+    /// What `/metrics` exposes: a collector per part ([`collectors::registry`]).
+    pub metrics: prometheus_client::registry::Registry,
 }
 
 impl AdminState {
@@ -62,62 +78,49 @@ impl AdminState {
         let aggregates = self.aggregates();
         let conn_time = |id: u64| aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
         let findings = self.findings().report(&conn_time);
-        let links = self.links().report();
+        let links = self.links().recent().cloned().collect();
         let extras = Extras { events_dropped: self.dropped.load(Ordering::Relaxed), findings, links };
         Report::build(&aggregates, now, &self.config.findings.scenarios, extras)
     }
 
+    /// A report of the last `window` only (see [`Windows::window`]).
+    pub fn window_report(&self, window: std::time::Duration) -> Result<Report, WindowError> {
+        let now = micros(tokio::time::Instant::now());
+        let requested = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+        // Merged under the windows' lock alone; the links are read after it is released.
+        let merged = self.windows.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).window(now, requested)?;
+        let conn_time = |id: u64| merged.aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
+        let findings = self.findings().report_since(merged.aggregates.since_us, &conn_time);
+        let links: Vec<_> = self.links().recent().cloned().collect();
+        Ok(Report::build_window(&merged, requested, now, &self.config.findings.scenarios, findings, links))
+    }
+
     /// The Prometheus exposition.
     pub fn metrics(&self) -> String {
-        let mut w = MetricsWriter::new();
-        let relay = &self.relay;
-        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        w.gauge("rttscope_connections_active", "Client connections open now.", load(&relay.connections_active) as f64);
-        w.counter("rttscope_connections_total", "Client connections accepted.", load(&relay.connections_accepted));
-        w.counter("rttscope_connections_rejected_total", "Clients refused at limits.max_connections.", load(&relay.connections_rejected));
-        w.counter("rttscope_upstream_connect_errors_total", "Upstream dials that failed or timed out.", load(&relay.upstream_connect_errors));
-        w.counter("rttscope_protocol_errors_total", "Connections closed for a protocol violation.", load(&relay.protocol_errors));
-        w.counter("rttscope_records_dropped_total", "Command records dropped because the collector fell behind.", load(&self.dropped));
-        let a = self.aggregates();
-        let m = &a.metrics;
-        w.labelled_counter("rttscope_commands_total", "Commands relayed, by command.", "command", m.by_command().map(|(c, n, _)| (c, n)));
-        w.labelled_counter("rttscope_command_errors_total", "Commands answered with an error, by command.", "command", m.by_command().map(|(c, _, e)| (c, e)));
-        w.counter("rttscope_round_trips_total", "Request/response exchanges with the upstream server.", m.round_trips);
-        w.histogram("rttscope_query_duration_seconds", "Time from a command's first byte to the last byte of its response.", &m.duration_seconds);
-        w.histogram("rttscope_query_first_byte_seconds", "Time from a command's first byte to the first byte of its response (server time plus one round trip).", &m.first_byte_seconds);
-        w.histogram("rttscope_result_bytes", "Bytes in each response.", &m.result_bytes);
-        w.gauge("rttscope_statement_classes", "Statement fingerprints tracked in the current window.", a.queries().len() as f64);
-        drop(a);
-        let f = self.findings();
-        w.labelled_counter("rttscope_findings_total", "Query-pattern occurrences found, by kind.", "kind", f.counts.iter().map(|(k, n)| (*k, *n)));
-        drop(f);
-        let l = self.links();
-        w.histogram("rttscope_upstream_rtt_seconds", "Upstream base RTT as the kernel measured it, per command.", &l.rtt);
-        w.labelled_counter("rttscope_link_transfers_total", "Large transfers (and runs of small responses), by the limit that held them back.", "limit", l.totals.iter().map(|(k, (n, _))| (*k, *n)));
-        drop(l);
-        let inject = self.inject.current();
-        w.gauge("rttscope_inject_active", "1 when an emulated link is on.", if inject.is_active() { 1.0 } else { 0.0 });
-        w.gauge("rttscope_inject_rtt_seconds", "The emulated round-trip time.", inject.rtt.0.as_secs_f64());
-        let l = self.links();
-        w.labelled_counter_f64(
-            "rttscope_link_limited_seconds_total",
-            "Time transfers spent held back by each limit.",
-            "limit",
-            l.totals.iter().map(|(k, (_, us))| (*k, *us as f64 / 1e6)),
-        );
-        w.finish()
+        metrics::encode(&self.metrics)
     }
 
     fn reset(&self) {
-        self.aggregates().reset(micros(tokio::time::Instant::now()));
+        let now = micros(tokio::time::Instant::now());
+        self.aggregates().reset(now);
+        self.windows.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).reset(now);
         self.findings().reset();
         self.links().reset();
     }
 }
 
-/// Serves the admin API on `listener` until `shutdown` completes.
-pub async fn serve(listener: TcpListener, state: Arc<AdminState>, shutdown: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await
+/// Serves the admin API on `listener` until `shutdown` completes, behind the guard
+/// (`token` is the one [`token::resolve`] found).
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AdminState>,
+    token: Option<AdminToken>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let admin = state.config.admin.clone();
+    let guard = Arc::new(guard::Guard::new(&admin, token));
+    let router = router(state).layer(axum::middleware::from_fn_with_state(guard, guard::guard));
+    server::serve(listener, router, admin, shutdown).await
 }
 
 pub fn router(state: Arc<AdminState>) -> Router {
@@ -128,33 +131,49 @@ pub fn router(state: Arc<AdminState>) -> Router {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/reset", post(reset_handler))
         .route("/inject", get(get_inject).put(put_inject))
+        .route("/tls/ca.pem", get(tls_ca_handler))
         .with_state(state)
 }
 
 async fn metrics_handler(State(state): State<Arc<AdminState>>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], state.metrics()).into_response()
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], state.metrics()).into_response()
 }
 
 #[derive(Deserialize)]
 struct ReportQuery {
     format: Option<String>,
+    /// `15m`: the last 15 minutes only; absent: everything recorded.
+    window: Option<String>,
 }
 
 async fn report_handler(State(state): State<Arc<AdminState>>, Query(q): Query<ReportQuery>) -> Response {
+    let bad = |message: String| (StatusCode::BAD_REQUEST, format!("{message}\n")).into_response();
     let format = match q.format.as_deref().map(str::parse::<ReportFormat>) {
         None => ReportFormat::Json,
         Some(Ok(f)) => f,
-        Some(Err(e)) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+        Some(Err(e)) => return bad(e.to_string()),
     };
-    render(&state.report(), format)
+    let report = match q.window.as_deref().map(str::parse::<HumanDuration>) {
+        None => state.report(),
+        Some(Err(e)) => return bad(format!("window: {e}")),
+        Some(Ok(window)) => match state.window_report(window.get()) {
+            Ok(report) => report,
+            Err(e) => return bad(format!("window: {e}")),
+        },
+    };
+    render(&report, format)
 }
 
 /// A report in the wanted format, as an HTTP response.
-pub fn render(report: &Report, format: ReportFormat) -> Response {
-    match format {
-        ReportFormat::Json => Json(report).into_response(),
-        ReportFormat::Text => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], render_text(report)).into_response(),
-        ReportFormat::Html => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], render_html(report)).into_response(),
+fn render(report: &Report, format: ReportFormat) -> Response {
+    let content_type = match format {
+        ReportFormat::Json => "application/json",
+        ReportFormat::Text => "text/plain; charset=utf-8",
+        ReportFormat::Html => "text/html; charset=utf-8",
+    };
+    match report::render(report, format) {
+        Ok(body) => ([(header::CONTENT_TYPE, content_type)], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("cannot render the report: {e}\n")).into_response(),
     }
 }
 
@@ -169,6 +188,10 @@ pub struct LiveConnectionView {
     /// The command in flight, if any, and for how long.
     pub current_command: Option<String>,
     pub current_for_us: Option<u64>,
+    /// The statement in flight (normalised), when recording knows it.
+    #[serde(default)]
+    pub current_statement: Option<String>,
+    /// Totals since the connection opened (zero when recording is off).
     pub commands: u64,
     pub errors: u64,
     pub round_trips: u64,
@@ -177,35 +200,55 @@ pub struct LiveConnectionView {
     pub latency_p50_us: u64,
     /// The latest kernel readings of the upstream and client sockets.
     pub link: Option<LiveLink>,
+    /// How each leg is carried (TLS version and cipher, compression) and the client library.
+    #[serde(default)]
+    pub legs: Option<Legs>,
 }
 
 async fn connections_handler(State(state): State<Arc<AdminState>>) -> Json<Vec<LiveConnectionView>> {
     let now = micros(tokio::time::Instant::now());
+    let open = state.live.snapshot();
     let a = state.aggregates();
-    let views = a
-        .live_connections()
-        .into_iter()
-        .map(|c| {
-            let current = c.live.as_ref().and_then(|l| l.current());
+    let views = open
+        .iter()
+        .map(|live| {
+            let identity = live.identity();
+            let current = live.in_flight();
+            let stats = a.connection(live.id);
             LiveConnectionView {
-                id: c.id,
-                client: c.client.to_string(),
-                user: c.user.to_string(),
-                schema: c.schema.as_deref().map(str::to_owned),
-                open_for_us: now.saturating_sub(c.opened_us),
-                current_command: current.map(|(cmd, _)| command::name(cmd).to_owned()),
-                current_for_us: current.map(|(_, since)| now.saturating_sub(since)),
-                commands: c.commands,
-                errors: c.errors,
-                round_trips: c.round_trips,
-                bytes_up: c.bytes_up,
-                bytes_down: c.bytes_down,
-                latency_p50_us: c.latency.summary().p50,
-                link: c.live.as_ref().and_then(|l| l.link()),
+                id: live.id,
+                client: live.client.clone(),
+                user: identity.user.to_string(),
+                schema: identity.schema.as_deref().map(str::to_owned),
+                open_for_us: now.saturating_sub(live.opened_us),
+                current_command: current.as_ref().map(|c| command::name(c.command).to_owned()),
+                current_for_us: current.as_ref().map(|c| now.saturating_sub(c.since_us)),
+                current_statement: current.and_then(|c| c.statement).map(|s| s.to_string()),
+                commands: stats.map_or(0, |c| c.commands),
+                errors: stats.map_or(0, |c| c.errors),
+                round_trips: stats.map_or(0, |c| c.round_trips),
+                bytes_up: stats.map_or(0, |c| c.bytes_up),
+                bytes_down: stats.map_or(0, |c| c.bytes_down),
+                latency_p50_us: stats.map_or(0, |c| c.latency.summary().p50),
+                link: live.link(),
+                legs: live.legs(),
             }
         })
         .collect();
     Json(views)
+}
+
+/// The CA that signed rttscope's generated certificate: what a client that verifies
+/// (`--ssl-mode=VERIFY_CA`) trusts. A public certificate: nothing secret.
+async fn tls_ca_handler(State(state): State<Arc<AdminState>>) -> Response {
+    match &state.tls_ca {
+        Some(pem) => ([(header::CONTENT_TYPE, "application/x-pem-file")], pem.clone()).into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "rttscope did not generate a certificate (listen.tls has cert and key, or is off)\n",
+        )
+            .into_response(),
+    }
 }
 
 async fn get_inject(State(state): State<Arc<AdminState>>) -> Json<Inject> {
@@ -221,8 +264,10 @@ async fn put_inject(State(state): State<Arc<AdminState>>, body: String) -> Respo
             Json(inject).into_response()
         }
         Err(e) => {
-            let problems: Vec<_> = e.problems().into_iter().map(|p| serde_json::json!({"key": p.path, "message": p.message})).collect();
-            (StatusCode::BAD_REQUEST, Json(serde_json::json!({"error": e.to_string(), "problems": problems}))).into_response()
+            let problems: Vec<_> =
+                e.problems().into_iter().map(|p| serde_json::json!({"key": p.path, "message": p.message})).collect();
+            (StatusCode::BAD_REQUEST, Json(serde_json::json!({"error": e.to_string(), "problems": problems})))
+                .into_response()
         }
     }
 }
@@ -231,16 +276,4 @@ async fn reset_handler(State(state): State<Arc<AdminState>>) -> Response {
     state.reset();
     tracing::info!("recorded data reset through the admin API");
     (StatusCode::OK, Json(serde_json::json!({"reset": true}))).into_response()
-}
-
-/// Writes the report to `path` in `format`, atomically (temp file, rename).
-pub fn write_report(report: &Report, format: ReportFormat, path: &std::path::Path) -> std::io::Result<()> {
-    let body = match format {
-        ReportFormat::Json => serde_json::to_string_pretty(report).map_err(std::io::Error::other)?,
-        ReportFormat::Text => render_text(report),
-        ReportFormat::Html => render_html(report),
-    };
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, body)?;
-    std::fs::rename(&tmp, path)
 }

@@ -1,107 +1,184 @@
-//! Chatty sessions: many tiny round trips on one connection that are not
-//! already explained by a loop finding — pings before every use, SET after
-//! SET, one small lookup after another. Each is cheap here and a full RTT
-//! over a long link.
+//! Chatty sessions: many small round trips that do no work on data — a ping before every use,
+//! `SET` after `SET`, `SELECT 1`, `SHOW`, `USE` — dense in time. Each is cheap here and a full
+//! RTT over a long link.
+//!
+//! A session is judged over a sliding window, not over its lifetime: a pooled connection
+//! that lives for hours sends hundreds of pings sooner or later, which says nothing. A run
+//! (an episode) starts when `min_round_trips` such round trips fall within `window`, takes in
+//! those and every one after, and ends when the last `min_round_trips` no longer fit in a
+//! window (or the connection closes). Statements that read or write data are never chatty:
+//! the loop detectors judge those. Findings are kept per application (`user@host`) and
+//! dominant statement, so a pool's connections make one finding, not one each.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 
 use rttscope_config::ChattyConfig;
 
-use super::{min_known, Detail, Finding, Kind, Scope};
-use crate::fingerprint::{FingerprintId, StatementKind};
+use super::run::{Bar, Context, Detector, Role, Run, Step, merge_top};
+use super::{Detail, Kind, PatternScope};
+use crate::fingerprint::FingerprintId;
 use crate::record::CommandRecord;
 
-/// Statements remembered per session for the evidence.
+/// Scopes followed at once; past this, the quietest is forgotten (its episode ends).
+const MAX_SCOPES: usize = 1024;
+/// Statements counted per episode for its evidence.
 const TOP_TRACKED: usize = 64;
-const TOP_SHOWN: usize = 5;
 
-#[derive(Debug, Default)]
-struct Session {
-    tiny: u64,
-    busy_us: u64,
-    bytes: u64,
+/// One housekeeping round trip, as the window remembers it.
+#[derive(Clone, Debug)]
+struct Seen {
+    step: Step,
+    fingerprint: FingerprintId,
+    text: Arc<str>,
+}
+
+struct Episode {
+    run: Run,
     by_statement: HashMap<FingerprintId, (Arc<str>, u64)>,
-    rtt_us: u32,
+}
+
+impl Episode {
+    fn add(&mut self, seen: &Seen, ctx: &Context) {
+        self.run.add_step(&seen.step, ctx);
+        if let Some((_, n)) = self.by_statement.get_mut(&seen.fingerprint) {
+            *n += 1;
+        } else if self.by_statement.len() < TOP_TRACKED {
+            self.by_statement.insert(seen.fingerprint, (seen.text.clone(), 1));
+        }
+        // The finding is about its most frequent statement.
+        if let Some((id, (text, _))) = self.by_statement.iter().max_by(|a, b| a.1.1.cmp(&b.1.1).then(b.0.cmp(a.0))) {
+            self.run.fingerprint = *id;
+            self.run.text = text.clone();
+        }
+        if let Detail::Chatty { top, .. } = &mut self.run.detail {
+            top.clear();
+            let all: Vec<(Arc<str>, u64)> = self.by_statement.values().cloned().collect();
+            merge_top(top, &all);
+        }
+    }
+}
+
+#[derive(Default)]
+struct Window {
+    /// The latest housekeeping round trips, at most `min_round_trips`.
+    recent: VecDeque<Seen>,
+    episode: Option<Episode>,
 }
 
 pub struct Chatty {
+    min_round_trips: usize,
+    window_us: u64,
     max_bytes: u64,
-    min_round_trips: u64,
-    min_cost_us: u64,
-    reference_rtt_us: u64,
-    sessions: HashMap<u64, Session>,
+    min_projected_cost_us: u64,
+    windows: HashMap<PatternScope, Window>,
+    last: Option<PatternScope>,
 }
 
 impl Chatty {
-    pub fn new(c: &ChattyConfig, reference_rtt_us: u64) -> Chatty {
+    pub fn new(c: &ChattyConfig) -> Chatty {
         Chatty {
+            min_round_trips: c.min_round_trips.max(1) as usize,
+            window_us: c.window.0.as_micros() as u64,
             max_bytes: c.max_bytes.0,
-            min_round_trips: u64::from(c.min_round_trips),
-            min_cost_us: c.min_projected_cost.0.as_micros() as u64,
-            reference_rtt_us,
-            sessions: HashMap::default(),
+            min_projected_cost_us: c.min_projected_cost.0.as_micros() as u64,
+            windows: HashMap::default(),
+            last: None,
         }
     }
 
-    pub fn add(&mut self, r: &CommandRecord) {
-        if r.round_trips == 0 || r.bytes_up > self.max_bytes || r.bytes_down > self.max_bytes {
+    /// Whether the window's latest round trips are as dense as a chatty session's.
+    fn dense(&self, recent: &VecDeque<Seen>) -> bool {
+        match (recent.front(), recent.back()) {
+            (Some(first), Some(last)) if recent.len() >= self.min_round_trips => {
+                last.step.last_byte_us.saturating_sub(first.step.request_us) <= self.window_us
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Detector for Chatty {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::ChattySession]
+    }
+
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
+        self.last = None;
+        if Role::of(r) != Role::Housekeeping
+            || r.round_trips == 0
+            || r.bytes_up > self.max_bytes
+            || r.bytes_down > self.max_bytes
+        {
             return;
         }
-        let s = self.sessions.entry(r.conn_id).or_default();
-        s.tiny += u64::from(r.round_trips);
-        s.busy_us += r.latency_us();
-        s.bytes += r.bytes_up + r.bytes_down;
-        s.rtt_us = min_known(s.rtt_us, r.rtt_us);
-        if let Some((_, n)) = s.by_statement.get_mut(&r.fingerprint) {
-            *n += u64::from(r.round_trips);
-        } else if s.by_statement.len() < TOP_TRACKED {
-            s.by_statement.insert(r.fingerprint, (r.text.clone(), u64::from(r.round_trips)));
+        if self.windows.len() >= MAX_SCOPES
+            && !self.windows.contains_key(&ctx.scope)
+            && let Some(quietest) = self
+                .windows
+                .iter()
+                .min_by_key(|(_, w)| w.recent.back().map_or(0, |s| s.step.last_byte_us))
+                .map(|(k, _)| *k)
+            && let Some(w) = self.windows.remove(&quietest)
+        {
+            ended.extend(w.episode.map(|e| e.run));
         }
-    }
-
-    fn finding(&self, conn: u64, s: &Session, explained: u64) -> Option<Finding> {
-        let remaining = s.tiny.saturating_sub(explained);
-        if remaining < self.min_round_trips || remaining.saturating_mul(self.reference_rtt_us) < self.min_cost_us {
-            return None;
+        let seen = Seen { step: Step::of(r), fingerprint: r.fingerprint, text: r.text.clone() };
+        let mut w = self.windows.remove(&ctx.scope).unwrap_or_default();
+        w.recent.push_back(seen.clone());
+        while w.recent.len() > self.min_round_trips {
+            w.recent.pop_front();
         }
-        let mut top: Vec<(FingerprintId, Arc<str>, u64)> = s.by_statement.iter().map(|(id, (t, n))| (*id, t.clone(), *n)).collect();
-        top.sort_by_key(|t| std::cmp::Reverse(t.2));
-        let first = top.first().map(|(id, t, _)| (*id, t.clone()))?;
-        // Time and bytes in proportion to the round trips not explained elsewhere.
-        let share = |v: u64| (v as u128 * u128::from(remaining) / u128::from(s.tiny.max(1))) as u64;
-        Some(Finding {
-            kind: Kind::ChattySession,
-            fingerprint: first.0,
-            text: first.1,
-            statement_kind: StatementKind::Other,
-            parent: None,
-            scope: Scope::Connection(conn),
-            occurrences: 1,
-            executions: remaining,
-            round_trips: remaining,
-            time_us: share(s.busy_us),
-            busy_us: share(s.busy_us),
-            bytes: share(s.bytes),
-            rows: 0,
-            detail: Detail::Chatty { tiny: remaining, top: top.into_iter().take(TOP_SHOWN).map(|(_, t, n)| (t, n)).collect() },
-            per_conn: vec![(conn, remaining)],
-            rtt_us: s.rtt_us,
-        })
+        let dense = self.dense(&w.recent);
+        match w.episode.as_mut() {
+            Some(episode) if dense || w.recent.len() < self.min_round_trips => episode.add(&seen, ctx),
+            Some(_) => {
+                // The latest round trips no longer fit in a window: the episode is over, and
+                // this one starts the next window.
+                ended.extend(w.episode.take().map(|e| e.run));
+                w.recent.clear();
+                w.recent.push_back(seen);
+            }
+            None if dense => {
+                let window_us = self.window_us;
+                let run = Run::new(Kind::ChattySession, ctx, r, Detail::Chatty { top: Vec::new(), window_us });
+                let mut episode = Episode { run, by_statement: HashMap::default() };
+                for s in &w.recent {
+                    episode.add(s, ctx);
+                }
+                w.episode = Some(episode);
+            }
+            None => {}
+        }
+        if w.episode.is_some() {
+            self.last = Some(ctx.scope);
+        }
+        self.windows.insert(ctx.scope, w);
     }
 
-    /// The connection closed: its session's finding, if it was chatty.
-    pub fn close(&mut self, conn: u64, explained: &u64) -> Option<Finding> {
-        let s = self.sessions.remove(&conn)?;
-        self.finding(conn, &s, *explained)
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|s| self.windows.get(&s)).and_then(|w| w.episode.as_ref()).map(|e| &e.run)
     }
 
-    /// Findings of sessions still open.
-    pub fn open(&self, explained: &dyn Fn(u64) -> u64) -> Vec<Finding> {
-        self.sessions.iter().filter_map(|(&conn, s)| self.finding(conn, s, explained(conn))).collect()
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        if let Some(w) = self.windows.remove(&PatternScope::Connection(conn_id)) {
+            ended.extend(w.episode.map(|e| e.run));
+        }
+        self.last = None;
     }
 
-    pub fn clear(&mut self) {
-        self.sessions.clear();
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.windows.values().filter_map(|w| w.episode.as_ref()).map(|e| e.run.clone()));
+    }
+
+    fn bar(&self, _run: &Run) -> Option<Bar> {
+        Some(Bar { min_executions: self.min_round_trips as u64, min_projected_cost_us: self.min_projected_cost_us })
+    }
+
+    fn clear(&mut self) {
+        self.windows.clear();
+        self.last = None;
     }
 }

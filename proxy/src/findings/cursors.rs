@@ -1,120 +1,94 @@
-//! Undersized fetch batches: a server-side cursor read a few rows per
-//! `COM_STMT_FETCH`, one round trip each.
+//! Undersized fetch batches: a server-side cursor read a few rows per `COM_STMT_FETCH`, one
+//! round trip each. A run is one cursor, from its execute to its last (short) batch, its
+//! close or reset, or the next execute of its statement.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 
-use super::{min_known, Detail, Finding, Kind, Scope};
-use crate::fingerprint::{FingerprintId, StatementKind};
+use rttscope_config::FetchConfig;
+
+use super::run::{Bar, Context, Detector, Run};
+use super::{Detail, Kind, PatternScope};
 use crate::protocol::constants::command::*;
 use crate::record::CommandRecord;
 
 /// Cursors tracked at once (per connection and statement).
 const MAX_CURSORS: usize = 4096;
 
-#[derive(Clone, Debug)]
-pub struct Cursor {
-    conn: u64,
-    fingerprint: FingerprintId,
-    text: Arc<str>,
-    kind: StatementKind,
-    /// Rows asked for by the last fetch.
-    pub fetch_size: u32,
-    pub fetches: u64,
-    pub rows: u64,
-    round_trips: u64,
-    time_us: u64,
-    bytes: u64,
-    first_us: u64,
-    last_us: u64,
-    rtt_us: u32,
-}
-
-impl Cursor {
-    pub fn to_finding(&self) -> Finding {
-        Finding {
-            kind: Kind::UndersizedFetch,
-            fingerprint: self.fingerprint,
-            text: self.text.clone(),
-            statement_kind: self.kind,
-            parent: None,
-            scope: Scope::Connection(self.conn),
-            occurrences: 1,
-            executions: self.fetches,
-            round_trips: self.round_trips,
-            time_us: self.last_us.saturating_sub(self.first_us),
-            busy_us: self.time_us,
-            bytes: self.bytes,
-            rows: self.rows,
-            detail: Detail::Fetch { fetch_size: self.fetch_size },
-            per_conn: vec![(self.conn, self.round_trips)],
-            rtt_us: self.rtt_us,
-        }
-    }
-}
-
-#[derive(Default)]
 pub struct Cursors {
-    open: HashMap<(u64, u32), Cursor>,
+    min_rows: u64,
+    min_fetches: u64,
+    open: HashMap<(u64, u32), Run>,
+    last: Option<(u64, u32)>,
 }
 
 impl Cursors {
-    /// Follows cursor traffic; returns a cursor that just ended.
-    pub fn add(&mut self, r: &CommandRecord) -> Option<Cursor> {
-        let key = (r.conn_id, r.statement?);
+    pub fn new(config: &FetchConfig) -> Cursors {
+        Cursors {
+            min_rows: config.min_rows,
+            min_fetches: u64::from(config.min_fetches),
+            open: HashMap::default(),
+            last: None,
+        }
+    }
+}
+
+impl Detector for Cursors {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::UndersizedFetch]
+    }
+
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
+        self.last = None;
+        let Some(statement) = r.statement else { return };
+        let key = (r.conn_id, statement);
         match r.command {
             COM_STMT_EXECUTE => {
-                let ended = self.open.remove(&key);
+                ended.extend(self.open.remove(&key));
                 if r.cursor && r.error.is_none() && r.columns > 0 && self.open.len() < MAX_CURSORS {
-                    self.open.insert(
-                        key,
-                        Cursor {
-                            conn: r.conn_id,
-                            fingerprint: r.fingerprint,
-                            text: r.text.clone(),
-                            kind: r.kind,
-                            fetch_size: 0,
-                            fetches: 0,
-                            rows: 0,
-                            round_trips: 0,
-                            time_us: 0,
-                            bytes: 0,
-                            first_us: r.last_byte_us,
-                            last_us: r.last_byte_us,
-                            rtt_us: r.rtt_us,
-                        },
-                    );
+                    // Cursors are the connection's, even when the execute carried a trace.
+                    let ctx = Context { scope: PatternScope::Connection(r.conn_id), ..ctx.clone() };
+                    let run = Run::new(Kind::UndersizedFetch, &ctx, r, Detail::Fetch { fetch_size: 0 });
+                    self.open.insert(key, run);
                 }
-                ended
             }
             COM_STMT_FETCH => {
-                let cursor = self.open.get_mut(&key)?;
-                cursor.fetch_size = r.fetch_rows;
-                cursor.fetches += 1;
-                cursor.rows += r.rows;
-                cursor.round_trips += u64::from(r.round_trips);
-                cursor.time_us += r.latency_us();
-                cursor.bytes += r.bytes_up + r.bytes_down;
-                cursor.last_us = r.last_byte_us;
-                cursor.rtt_us = min_known(cursor.rtt_us, r.rtt_us);
+                let Some(run) = self.open.get_mut(&key) else { return };
+                run.detail = Detail::Fetch { fetch_size: r.fetch_rows };
+                run.add(r, ctx);
                 // A short batch is the last one.
-                (r.rows < u64::from(r.fetch_rows) || r.error.is_some()).then(|| self.open.remove(&key)).flatten()
+                if r.rows < u64::from(r.fetch_rows) || r.error.is_some() {
+                    ended.extend(self.open.remove(&key));
+                } else {
+                    self.last = Some(key);
+                }
             }
-            COM_STMT_CLOSE | COM_STMT_RESET => self.open.remove(&key),
-            _ => None,
+            COM_STMT_CLOSE | COM_STMT_RESET => ended.extend(self.open.remove(&key)),
+            _ => {}
         }
     }
 
-    pub fn close_connection(&mut self, conn: u64) -> Vec<Cursor> {
-        let keys: Vec<_> = self.open.keys().filter(|(c, _)| *c == conn).copied().collect();
-        keys.into_iter().filter_map(|k| self.open.remove(&k)).collect()
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.open.get(&k))
     }
 
-    pub fn open(&self) -> impl Iterator<Item = &Cursor> {
-        self.open.values()
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let keys: Vec<_> = self.open.keys().filter(|(c, _)| *c == conn_id).copied().collect();
+        ended.extend(keys.into_iter().filter_map(|k| self.open.remove(&k)));
+        self.last = None;
     }
 
-    pub fn clear(&mut self) {
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.open.values().cloned());
+    }
+
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let Detail::Fetch { fetch_size } = run.detail else { return None };
+        (u64::from(fetch_size) < self.min_rows)
+            .then_some(Bar { min_executions: self.min_fetches, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
         self.open.clear();
+        self.last = None;
     }
 }

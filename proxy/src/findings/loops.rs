@@ -1,140 +1,148 @@
-//! N+1 loops and their write-side twin: the same small statement executed
-//! back to back with different values. A run continues while the gap from
-//! one execution's end to the next one's start stays under `max_gap`;
-//! other statements may interleave (a loop body often runs two). A run is
-//! linked to its parent when the values the children use appeared in the
-//! sampled result of a query just before the run began.
+//! N+1 loops and their write-side twin: the same small statement executed back to back with
+//! different values.
+//!
+//! "Back to back" means what a person reading the statement log would mean. A run of one
+//! statement in one scope (connection, or traced request) goes on while
+//! - the next execution starts within `max_gap` of the last one's end,
+//! - at most `max_between` other data statements ran in between (a loop body often runs a
+//!   second or third lookup per row; more than that is other work, not a loop),
+//! - and no transaction began or ended, nor was the session reset: ten lookups in each of
+//!   thousands of transactions are thousands of bursts of ten, not one loop.
+//!
+//! A run is linked to its parent when the values its executions use appeared in the sampled
+//! result of a query that ended just before the run began. A linked run is a loop over that
+//! result and qualifies at `min_repeats`; one without a parent must be longer,
+//! `min_repeats_without_parent`, to tell it from a workload that simply does a fixed handful
+//! of lookups per transaction.
 
 use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
-use super::{add_round_trips, min_known, Detail, Finding, Kind, Scope};
+use rustc_hash::FxHashMap as HashMap;
+
+use rttscope_config::FindingsConfig;
+
+use super::run::{Bar, Context, Detector, ParentLink, Role, Run};
+use super::{Detail, Kind, PatternScope};
 use crate::fingerprint::{FingerprintId, StatementKind};
-use crate::record::{CommandRecord, Values};
+use crate::protocol::constants::command::{COM_QUERY, COM_STMT_EXECUTE};
+use crate::record::{CommandRecord, Origin, Values};
 
 /// Candidate parents remembered per scope.
 const PARENTS_PER_SCOPE: usize = 4;
 /// How long before a run's start a parent's result may have ended.
 const PARENT_WINDOW_US: u64 = 10_000_000;
-/// Children checked against the parents' sampled values (a parent's sample
-/// covers its first rows, so later children cannot match anyway).
+/// Children checked against the parents' sampled values (a parent's sample covers its first
+/// rows, so later children cannot match anyway).
 const CHILDREN_CHECKED: u32 = 64;
 /// Open runs tracked at once; past this, the stalest is closed.
 const MAX_RUNS: usize = 4096;
-/// Scopes whose candidate parents are remembered.
+/// Scopes whose position and parents are remembered.
 const MAX_SCOPES: usize = 4096;
 
+/// A result that may be the parent of a loop.
 #[derive(Clone, Debug)]
-pub struct Parent {
-    pub fingerprint: FingerprintId,
-    pub text: Arc<str>,
-    request_us: u64,
-    end_us: u64,
-    round_trips: u64,
+struct Candidate {
+    link: ParentLink,
+    /// Its sqlcommenter origin: a loop in one controller is not over another's result.
+    origin: Option<Arc<Origin>>,
     /// Sorted, for binary search.
     values: Arc<[u64]>,
 }
 
-/// One loop in progress.
-#[derive(Clone, Debug)]
-pub struct Run {
-    pub kind: Kind,
-    pub scope: Scope,
-    pub fingerprint: FingerprintId,
-    pub text: Arc<str>,
-    pub statement_kind: StatementKind,
-    pub count: u64,
-    /// Executions whose values differed from the one before.
-    pub distinct: u64,
-    last_values: Values,
-    pub first_us: u64,
-    pub last_end_us: u64,
-    pub round_trips: u64,
-    pub time_us: u64,
-    pub bytes: u64,
-    pub rows: u64,
-    parents: Vec<Parent>,
-    hits: Vec<u32>,
-    checked: u32,
-    /// Round trips by connection (a traced loop may span a pool).
-    pub per_conn: Vec<(u64, u64)>,
-    rtt_us: u32,
+/// Where a scope is: how many data statements it has run, how many boundaries it has crossed,
+/// and the recent results that could be parents.
+#[derive(Debug, Default)]
+struct Position {
+    statements: u64,
+    boundaries: u64,
+    parents: VecDeque<Candidate>,
 }
 
-impl Run {
-    /// The parent whose sampled result held most of the children's values,
-    /// if it held at least half of those checked (and three).
-    pub fn parent(&self) -> Option<&Parent> {
-        let need = (self.checked / 2).max(3);
-        self.hits.iter().enumerate().filter(|&(_, &h)| h >= need).max_by_key(|&(_, &h)| h).and_then(|(i, _)| self.parents.get(i))
-    }
+/// One loop in progress.
+#[derive(Clone, Debug)]
+struct LoopRun {
+    run: Run,
+    /// The scope's statement count at its last execution, and its boundary count.
+    at_statement: u64,
+    at_boundary: u64,
+    last_values: Values,
+    distinct: u64,
+    candidates: Vec<Candidate>,
+    hits: Vec<u32>,
+    checked: u32,
+}
 
-    /// The loop as a finding; a linked parent's own round trip and time
-    /// are part of it (N children cost N+1 round trips).
-    pub fn to_finding(&self) -> Finding {
-        let linked = self.parent();
-        let parent = linked.map(|p| (p.fingerprint, p.text.clone()));
-        let (round_trips, start_us) = match linked {
-            Some(p) => (self.round_trips + p.round_trips, p.request_us.min(self.first_us)),
-            None => (self.round_trips, self.first_us),
-        };
-        Finding {
-            kind: self.kind,
-            fingerprint: self.fingerprint,
-            text: self.text.clone(),
-            statement_kind: self.statement_kind,
-            parent,
-            scope: self.scope,
-            occurrences: 1,
-            executions: self.count,
-            round_trips,
-            time_us: self.last_end_us.saturating_sub(start_us),
-            busy_us: self.time_us,
-            bytes: self.bytes,
-            rows: self.rows,
-            detail: Detail::Loop { distinct: self.distinct },
-            per_conn: self.per_conn.clone(),
-            rtt_us: self.rtt_us,
-        }
+impl LoopRun {
+    /// The candidate whose sampled result held most of the children's values, if it held at
+    /// least half of those checked (and three).
+    fn parent(&self) -> Option<&Candidate> {
+        let need = (self.checked / 2).max(3);
+        self.hits
+            .iter()
+            .enumerate()
+            .filter(|&(_, &h)| h >= need)
+            .max_by_key(|&(_, &h)| h)
+            .and_then(|(i, _)| self.candidates.get(i))
     }
 }
 
 /// Thresholds of one loop kind.
 #[derive(Clone, Copy, Debug)]
-pub struct Thresholds {
-    pub min_repeats: u64,
-    pub max_gap_us: u64,
-    pub max_rows: u64,
-    pub min_projected_cost_us: u64,
-    pub reference_rtt_us: u64,
+struct Thresholds {
+    min_repeats: u64,
+    min_repeats_without_parent: u64,
+    max_gap_us: u64,
+    max_between: u64,
+    max_rows: u64,
+    min_projected_cost_us: u64,
 }
 
-impl Thresholds {
-    pub fn qualifies(&self, run: &Run) -> bool {
-        run.count >= self.min_repeats
-            && run.distinct >= self.min_repeats
-            && run.round_trips.saturating_mul(self.reference_rtt_us) >= self.min_projected_cost_us
-    }
-}
-
-#[derive(Default)]
 pub struct Loops {
-    runs: HashMap<(Scope, FingerprintId), Run>,
-    parents: HashMap<Scope, VecDeque<Parent>>,
+    reads: Thresholds,
+    writes: Thresholds,
+    runs: HashMap<(PatternScope, FingerprintId), LoopRun>,
+    positions: HashMap<PatternScope, Position>,
+    last: Option<(PatternScope, FingerprintId)>,
 }
 
 impl Loops {
-    /// Which loop kind a record could belong to, if any.
-    pub fn kind_of(r: &CommandRecord, reads: &Thresholds) -> Option<Kind> {
-        use crate::protocol::constants::command::{COM_QUERY, COM_STMT_EXECUTE};
+    pub fn new(config: &FindingsConfig) -> Loops {
+        let n = &config.n_plus_one;
+        let reads = Thresholds {
+            min_repeats: u64::from(n.min_repeats),
+            min_repeats_without_parent: u64::from(n.min_repeats_without_parent),
+            max_gap_us: n.max_gap.0.as_micros() as u64,
+            max_between: u64::from(n.max_between),
+            max_rows: n.max_rows,
+            min_projected_cost_us: n.min_projected_cost.0.as_micros() as u64,
+        };
+        let w = &config.repeated_write;
+        let writes = Thresholds {
+            min_repeats: u64::from(w.min_repeats),
+            min_repeats_without_parent: u64::from(w.min_repeats),
+            max_gap_us: w.max_gap.0.as_micros() as u64,
+            max_between: u64::from(w.max_between),
+            max_rows: u64::MAX,
+            min_projected_cost_us: w.min_projected_cost.0.as_micros() as u64,
+        };
+        Loops { reads, writes, runs: HashMap::default(), positions: HashMap::default(), last: None }
+    }
+
+    fn thresholds(&self, kind: Kind) -> &Thresholds {
+        if kind == Kind::NPlusOne { &self.reads } else { &self.writes }
+    }
+
+    /// Which loop kind a data statement could belong to, if any.
+    fn kind_of(&self, r: &CommandRecord) -> Option<Kind> {
         if !matches!(r.command, COM_QUERY | COM_STMT_EXECUTE) || r.error.is_some() || r.values.as_slice().is_empty() {
             return None;
         }
         match r.kind {
             // A page of a LIMIT/OFFSET loop is the pagination detector's.
-            StatementKind::Select if r.rows <= reads.max_rows && r.limit.is_none_or(|l| l.offset == 0) => Some(Kind::NPlusOne),
+            StatementKind::Select if r.rows <= self.reads.max_rows && r.paging.is_none_or(|l| l.offset == 0) => {
+                Some(Kind::NPlusOne)
+            }
             StatementKind::Insert | StatementKind::Replace | StatementKind::Update | StatementKind::Delete
                 if r.rows_in_values <= 1 && r.affected_rows <= 1 =>
             {
@@ -144,119 +152,169 @@ impl Loops {
         }
     }
 
-    /// Remembers a multi-row result as a possible parent.
-    pub fn remember_parent(&mut self, scope: Scope, r: &CommandRecord) {
-        let Some(sample) = &r.sample else { return };
-        if self.parents.len() >= MAX_SCOPES && !self.parents.contains_key(&scope) {
-            // Forget some scope; any will do, a loop's parent is recent.
-            if let Some(&stale) = self.parents.keys().next() {
-                self.parents.remove(&stale);
-            }
+    fn position(&mut self, scope: PatternScope) -> &mut Position {
+        if self.positions.len() >= MAX_SCOPES
+            && !self.positions.contains_key(&scope)
+            && let Some(&stale) = self.positions.keys().next()
+        {
+            // Forget some scope; any will do. Its runs see a fresh count and end (below).
+            self.positions.remove(&stale);
         }
+        self.positions.entry(scope).or_default()
+    }
+
+    /// Remembers a multi-row result as a possible parent.
+    fn remember_parent(position: &mut Position, r: &CommandRecord) {
+        let Some(sample) = &r.sample else { return };
         let mut values = sample.to_vec();
         values.sort_unstable();
         values.dedup();
-        let list = self.parents.entry(scope).or_default();
-        if list.len() >= PARENTS_PER_SCOPE {
-            list.pop_front();
+        if position.parents.len() >= PARENTS_PER_SCOPE {
+            position.parents.pop_front();
         }
-        list.push_back(Parent {
-            fingerprint: r.fingerprint,
-            text: r.text.clone(),
-            request_us: r.request_us,
-            end_us: r.last_byte_us,
-            round_trips: u64::from(r.round_trips),
+        position.parents.push_back(Candidate {
+            link: ParentLink {
+                fingerprint: r.fingerprint,
+                text: r.text.clone(),
+                request_us: r.request_us,
+                end_us: r.last_byte_us,
+                round_trips: u64::from(r.round_trips),
+                bytes: {
+                    let (up, down) = r.wire();
+                    up + down
+                },
+                injected_us: r.injected_within_latency(),
+            },
+            origin: r.origin.clone(),
             values: values.into(),
         });
     }
 
-    /// Adds an execution; returns the run it closed (if the gap ended one)
-    /// and a reference to the run it now extends.
-    pub fn add(&mut self, scope: Scope, kind: Kind, r: &CommandRecord, t: &Thresholds) -> (Option<Run>, &Run) {
-        let key = (scope, r.fingerprint);
-        let mut closed = None;
-        if self.runs.get(&key).is_some_and(|run| r.request_us.saturating_sub(run.last_end_us) > t.max_gap_us || run.kind != kind) {
-            closed = self.runs.remove(&key);
-        }
-        if !self.runs.contains_key(&key) && self.runs.len() >= MAX_RUNS {
-            let stalest = self.runs.iter().min_by_key(|(_, run)| run.last_end_us).map(|(k, _)| *k);
-            if let Some(k) = stalest {
-                closed = closed.or_else(|| self.runs.remove(&k));
+    /// Whether `run` goes on with an execution of `r`, the scope's statement number
+    /// `statement` after `boundaries` boundaries: back to back, and from the same place.
+    fn continues(&self, run: &LoopRun, kind: Kind, r: &CommandRecord, statement: u64, boundaries: u64) -> bool {
+        let (t, request_us) = (self.thresholds(kind), r.request_us);
+        let between = statement.checked_sub(run.at_statement + 1);
+        run.run.kind == kind
+            && run.run.origin == r.origin
+            && request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
+            && boundaries == run.at_boundary
+            && between.is_some_and(|n| n <= t.max_between)
+    }
+}
+
+impl Detector for Loops {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::NPlusOne, Kind::RepeatedWrite]
+    }
+
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
+        self.last = None;
+        let scope = ctx.scope;
+        let (statement, boundaries) = match Role::of(r) {
+            Role::Boundary => {
+                self.position(scope).boundaries += 1;
+                return;
             }
+            Role::Data => {
+                let position = self.position(scope);
+                Loops::remember_parent(position, r);
+                position.statements += 1;
+                (position.statements, position.boundaries)
+            }
+            Role::Housekeeping | Role::Other => return,
+        };
+        let Some(kind) = self.kind_of(r) else { return };
+        let key = (scope, r.fingerprint);
+        if let Some(run) = self.runs.get(&key)
+            && !self.continues(run, kind, r, statement, boundaries)
+            && let Some(run) = self.runs.remove(&key)
+        {
+            ended.push(run.run);
         }
-        let parents = &self.parents;
+        if !self.runs.contains_key(&key)
+            && self.runs.len() >= MAX_RUNS
+            && let Some(stalest) = self.runs.iter().min_by_key(|(_, run)| run.run.last_us).map(|(k, _)| *k)
+            && let Some(run) = self.runs.remove(&stalest)
+        {
+            ended.push(run.run);
+        }
+        let positions = &self.positions;
         let run = self.runs.entry(key).or_insert_with(|| {
-            let candidates: Vec<Parent> = parents
+            let candidates: Vec<Candidate> = positions
                 .get(&scope)
-                .map(|list| {
-                    list.iter()
-                        .filter(|p| p.fingerprint != r.fingerprint && p.end_us <= r.request_us && r.request_us - p.end_us <= PARENT_WINDOW_US)
+                .map(|p| {
+                    p.parents
+                        .iter()
+                        .filter(|c| {
+                            c.link.fingerprint != r.fingerprint
+                                && (c.origin.is_none() || r.origin.is_none() || c.origin == r.origin)
+                                && c.link.end_us <= r.request_us
+                                && r.request_us - c.link.end_us <= PARENT_WINDOW_US
+                        })
                         .cloned()
                         .collect()
                 })
                 .unwrap_or_default();
-            Run {
-                kind,
-                scope,
-                fingerprint: r.fingerprint,
-                text: r.text.clone(),
-                statement_kind: r.kind,
-                count: 0,
-                distinct: 0,
+            LoopRun {
+                run: Run::new(kind, ctx, r, Detail::Loop { distinct: 0 }),
+                at_statement: statement,
+                at_boundary: boundaries,
                 last_values: Values::default(),
-                first_us: r.request_us,
-                last_end_us: r.last_byte_us,
-                round_trips: 0,
-                time_us: 0,
-                bytes: 0,
-                rows: 0,
+                distinct: 0,
                 hits: vec![0; candidates.len()],
-                parents: candidates,
+                candidates,
                 checked: 0,
-                per_conn: Vec::new(),
-                rtt_us: 0,
             }
         });
-        // Busy time is the union of the commands' times: pipelined commands
-        // overlap, and their sum would exceed the wall clock.
-        let busy_from = if run.count == 0 { r.request_us } else { r.request_us.max(run.last_end_us) };
-        run.time_us += r.last_byte_us.saturating_sub(busy_from);
-        run.count += 1;
-        if run.count == 1 || r.values != run.last_values {
+        if run.run.executions == 0 || r.values != run.last_values {
             run.distinct += 1;
         }
         run.last_values = r.values;
-        run.last_end_us = run.last_end_us.max(r.last_byte_us);
-        run.round_trips += u64::from(r.round_trips);
-        run.bytes += r.bytes_up + r.bytes_down;
-        run.rows += r.rows;
-        add_round_trips(&mut run.per_conn, r.conn_id, u64::from(r.round_trips));
-        run.rtt_us = min_known(run.rtt_us, r.rtt_us);
-        if run.checked < CHILDREN_CHECKED && !run.parents.is_empty() {
+        run.at_statement = statement;
+        run.run.add(r, ctx);
+        if run.checked < CHILDREN_CHECKED && !run.candidates.is_empty() {
             run.checked += 1;
-            for (parent, hits) in run.parents.iter().zip(run.hits.iter_mut()) {
-                if r.values.as_slice().iter().any(|v| parent.values.binary_search(v).is_ok()) {
+            for (candidate, hits) in run.candidates.iter().zip(run.hits.iter_mut()) {
+                if r.values.as_slice().iter().any(|v| candidate.values.binary_search(v).is_ok()) {
                     *hits += 1;
                 }
             }
+            run.run.parent = run.parent().map(|c| c.link.clone());
         }
-        (closed, run)
+        run.run.detail = Detail::Loop { distinct: run.distinct };
+        self.last = Some(key);
     }
 
-    /// Closes every run of a scope (its connection closed).
-    pub fn close_scope(&mut self, scope: Scope) -> Vec<Run> {
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.runs.get(&k)).map(|r| &r.run)
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let scope = PatternScope::Connection(conn_id);
         let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
-        self.parents.remove(&scope);
-        keys.into_iter().filter_map(|k| self.runs.remove(&k)).collect()
+        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|r| r.run));
+        self.positions.remove(&scope);
+        self.last = None;
     }
 
-    /// Runs still open.
-    pub fn open(&self) -> impl Iterator<Item = &Run> {
-        self.runs.values()
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.runs.values().map(|r| r.run.clone()));
     }
 
-    pub fn clear(&mut self) {
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let t = self.thresholds(run.kind);
+        let Detail::Loop { distinct } = run.detail else { return None };
+        if distinct < t.min_repeats {
+            return None;
+        }
+        let min_executions = if run.parent.is_some() { t.min_repeats } else { t.min_repeats_without_parent };
+        Some(Bar { min_executions, min_projected_cost_us: t.min_projected_cost_us })
+    }
+
+    fn clear(&mut self) {
         self.runs.clear();
-        self.parents.clear();
+        self.positions.clear();
+        self.last = None;
     }
 }

@@ -1,45 +1,83 @@
-//! Query-pattern findings: N+1 loops, one-row-at-a-time writes, undersized
-//! fetch batches, pagination loops and chatty sessions — each with its
-//! evidence, its cost in round trips, what it would cost over other links,
-//! and the fix. Runs in the collector, on the same records as the
-//! aggregates; every map is bounded.
+//! Query-pattern findings: N+1 loops, one-row-at-a-time writes, undersized fetch batches,
+//! pagination loops and chatty sessions — each with its evidence, its cost in round trips,
+//! what it would cost over other links, and the fix. Runs in the collector, on the same
+//! records as the aggregates; every map is bounded.
+//!
+//! # One shape for every detector
+//!
+//! A detector ([`Detector`], in `run`) follows commands and groups those that belong to one
+//! occurrence of its pattern into a [`Run`], the one accumulator all kinds share: round trips,
+//! the time of the run's own commands, bytes, rows, connections, plus the kind's own facts in
+//! a [`Detail`]. It says when a run has ended and what bar a run must clear ([`Bar`]). The
+//! engine (`engine`) does the rest, once for every kind: it decides whether a run qualifies,
+//! turns it into a [`Finding`] (`Run::to_finding`), merges occurrences, ranks, projects and
+//! words them ([`Assessed`]). `report` turns those into the JSON schema.
+//!
+//! - `loops`: `n_plus_one` and `repeated_write`, statements that really came back to back;
+//! - `cursors`: `undersized_fetch`; `pages`: `pagination_loop`; `chatty`: `chatty_session`;
+//! - `churn`: `connection_churn`, connection setup as a large share of an application's time;
+//! - `compression`: `compression`, a bandwidth-bound statement whose results compress well;
+//! - `run`: the trait, the run, and what a command is to a detector (`Role`);
+//! - `engine`: [`FindingsEngine`]; `whatif`: projections; `suggest`: the sentences and fixes;
+//! - `driver`: the client library a connection uses; `driver_fix`: each fix in its words.
+//!
+//! # Adding a finding kind
+//!
+//! 1. A variant of [`Kind`] (its snake_case name is what reports and metrics call it) and,
+//!    if it has facts of its own, of [`Detail`].
+//! 2. A detector file implementing [`Detector`], listed in `FindingsEngine::new`.
+//! 3. Its headline and fix in `suggest.rs`, its thresholds in `rttscope_config::FindingsConfig`.
+//! 4. If it has a new [`Detail`], its evidence in `report/finding.rs` and
+//!    `docs/report-schema.md` (a test holds the two together).
 
 mod chatty;
+pub mod churn;
+pub mod compression;
 mod cursors;
+pub mod driver;
+mod driver_fix;
+mod engine;
 mod loops;
 mod pages;
+mod run;
 mod suggest;
 pub mod whatif;
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use rustc_hash::FxHashMap as HashMap;
-use std::sync::{Arc, Mutex};
-
-use rttscope_config::FindingsConfig;
-use serde_json::json;
+use rttscope_config::{Direction, Inject};
+use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{FingerprintId, StatementKind};
-use crate::record::{CommandRecord, Consumer, Event};
-use crate::report::FindingReport;
-use chatty::Chatty;
-use cursors::Cursors;
-use loops::{Loops, Thresholds};
-use pages::Pages;
-use whatif::{projections, Measured};
+use crate::record::Origin;
+pub use driver::Driver;
+pub use engine::{FindingsConsumer, FindingsEngine};
+pub use run::{Bar, Context, Detector, ParentLink, Role, Run};
+use whatif::{EmulationCheck, Measured, Projection};
 
 /// The finding kinds, named as reports and metrics name them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     NPlusOne,
     RepeatedWrite,
     UndersizedFetch,
     PaginationLoop,
     ChattySession,
+    ConnectionChurn,
+    Compression,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::NPlusOne, Kind::RepeatedWrite, Kind::UndersizedFetch, Kind::PaginationLoop, Kind::ChattySession];
+    pub const ALL: [Kind; 7] = [
+        Kind::NPlusOne,
+        Kind::RepeatedWrite,
+        Kind::UndersizedFetch,
+        Kind::PaginationLoop,
+        Kind::ChattySession,
+        Kind::ConnectionChurn,
+        Kind::Compression,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -48,25 +86,100 @@ impl Kind {
             Kind::UndersizedFetch => "undersized_fetch",
             Kind::PaginationLoop => "pagination_loop",
             Kind::ChattySession => "chatty_session",
+            Kind::ConnectionChurn => "connection_churn",
+            Kind::Compression => "compression",
         }
     }
 }
 
-/// Where a pattern happened: a connection, or a request traced across
-/// connections by a `traceparent` comment.
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How much a finding matters, from what it would cost at the reference RTT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Ten seconds or more at the reference RTT.
+    Critical,
+    /// One second or more.
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub const ALL: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+
+    fn at_reference(projected_us: u64) -> Severity {
+        match projected_us {
+            10_000_000.. => Severity::Critical,
+            1_000_000.. => Severity::Warning,
+            _ => Severity::Info,
+        }
+    }
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a pattern happened: a connection, or a request traced across connections by a
+/// `traceparent` comment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scope {
+pub enum PatternScope {
     Connection(u64),
     Trace(u128),
+}
+
+/// The emulated link a pattern ran over, as configured (`inject`): what its own projection is
+/// checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Emulated {
+    pub rtt_us: u64,
+    /// Towards the client, where results flow; `None`: unlimited.
+    pub bandwidth_bps: Option<u64>,
+}
+
+impl Emulated {
+    /// The link `inject` emulates, if any.
+    pub fn of(inject: &Inject) -> Option<Emulated> {
+        if !inject.is_active() {
+            return None;
+        }
+        let (up, down) = (inject.direction(Direction::ToUpstream), inject.direction(Direction::ToClient));
+        Some(Emulated { rtt_us: (up.delay + down.delay).as_micros() as u64, bandwidth_bps: down.bandwidth_bps })
+    }
 }
 
 /// Facts particular to a kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Detail {
+    /// `n_plus_one`, `repeated_write`: executions whose values differed from the one before.
     Loop { distinct: u64 },
+    /// `undersized_fetch`: rows each fetch asked for.
     Fetch { fetch_size: u32 },
+    /// `pagination_loop`: the LIMIT, and the rows the OFFSETs made the server skip.
     Pages { page_size: u64, rescanned: u64 },
-    Chatty { tiny: u64, top: Vec<(Arc<str>, u64)> },
+    /// `chatty_session`: the statements with the most round trips, and the window the round
+    /// trips were dense in.
+    Chatty { top: Vec<(Arc<str>, u64)>, window_us: u64 },
+    /// `connection_churn`: the application's time in connection setup, and in all its
+    /// commands (setups included), each command's latency summed.
+    Churn { setup_us: u64, recorded_us: u64 },
+    /// `compression`: its results' samples, compressed (zlib).
+    Compression(crate::record::Compressibility),
 }
 
 /// One pattern, summed over its occurrences.
@@ -76,376 +189,130 @@ pub struct Finding {
     pub fingerprint: FingerprintId,
     pub text: Arc<str>,
     pub statement_kind: StatementKind,
+    /// Who ran it: `user@client-host` (empty when unknown).
+    pub application: Arc<str>,
+    /// Where in the application (sqlcommenter `controller`, `route`, ...), when tagged.
+    pub origin: Option<Arc<Origin>>,
+    /// For N+1: the query whose rows the loop's values came from.
     pub parent: Option<(FingerprintId, Arc<str>)>,
-    pub scope: Scope,
+    pub scope: PatternScope,
     pub occurrences: u64,
-    /// Repetitions, fetches or pages.
+    /// Repetitions, fetches, pages, round trips or connections opened, over all occurrences.
     pub executions: u64,
+    /// The fewest and the most executions one occurrence had.
+    pub smallest: u64,
+    pub largest: u64,
     pub round_trips: u64,
-    /// Wall time the pattern took, first request to last response.
-    pub time_us: u64,
-    /// Time spent inside its commands.
-    pub busy_us: u64,
+    /// Wall time the occurrences covered, first request to last response of each, summed.
+    pub elapsed_us: u64,
+    /// Time of the pattern's own commands (overlapping ones counted once): never more than
+    /// `elapsed_us`.
+    pub cost_us: u64,
+    /// Of `cost_us`, what an emulated link added.
+    pub injected_us: u64,
     pub bytes: u64,
     pub rows: u64,
     pub detail: Detail,
-    /// Round trips by connection.
+    /// Round trips by connection (at most [`run::CONNECTIONS_PER_RUN`]).
     pub per_conn: Vec<(u64, u64)>,
     /// The upstream's base RTT where it happened, µs (0: unknown).
     pub rtt_us: u32,
+    /// The emulated link it ran over, if it did.
+    pub emulated: Option<Emulated>,
+    /// The client library that ran it, when known: the fix speaks its words.
+    pub driver: Option<Driver>,
 }
 
+/// What findings merge by: the same pattern of the same statement (and parent) by the same
+/// application from the same place in it (its sqlcommenter origin) is one finding, wherever
+/// and however often it recurs. The same user on the same host through another driver (a
+/// script beside the service) is another program, with a fix in other words.
+pub(crate) type FindingKey =
+    (Kind, FingerprintId, Option<FingerprintId>, Arc<str>, Option<Arc<Origin>>, Option<Driver>);
+
 impl Finding {
-    fn key(&self) -> (Kind, FingerprintId, Option<FingerprintId>, Option<Scope>) {
-        // Chatty sessions are per connection; the others merge wherever they recur.
-        let scope = (self.kind == Kind::ChattySession).then_some(self.scope);
-        (self.kind, self.fingerprint, self.parent.as_ref().map(|(p, _)| *p), scope)
+    pub(crate) fn key(&self) -> FindingKey {
+        (
+            self.kind,
+            self.fingerprint,
+            self.parent.as_ref().map(|(p, _)| *p),
+            self.application.clone(),
+            self.origin.clone(),
+            self.driver,
+        )
     }
 
     fn merge(&mut self, other: &Finding) {
         self.occurrences += other.occurrences;
         self.executions += other.executions;
+        self.smallest = self.smallest.min(other.smallest);
+        self.largest = self.largest.max(other.largest);
         self.round_trips += other.round_trips;
-        self.time_us += other.time_us;
-        self.busy_us += other.busy_us;
+        self.elapsed_us += other.elapsed_us;
+        self.cost_us += other.cost_us;
+        self.injected_us += other.injected_us;
         self.bytes += other.bytes;
         self.rows += other.rows;
-        if let (Detail::Loop { distinct }, Detail::Loop { distinct: d }) = (&mut self.detail, &other.detail) {
-            *distinct += d;
-        }
-        if let (Detail::Pages { rescanned, .. }, Detail::Pages { rescanned: r, .. }) = (&mut self.detail, &other.detail) {
-            *rescanned += r;
+        match (&mut self.detail, &other.detail) {
+            (Detail::Loop { distinct }, Detail::Loop { distinct: d }) => *distinct += d,
+            (Detail::Pages { rescanned, .. }, Detail::Pages { rescanned: r, .. }) => *rescanned += r,
+            (Detail::Chatty { top, .. }, Detail::Chatty { top: t, .. }) => run::merge_top(top, t),
+            (Detail::Churn { setup_us, recorded_us }, Detail::Churn { setup_us: s, recorded_us: r }) => {
+                *setup_us += s;
+                *recorded_us += r;
+            }
+            _ => {}
         }
         for &(c, n) in &other.per_conn {
-            add_round_trips(&mut self.per_conn, c, n);
+            run::add_round_trips(&mut self.per_conn, c, n);
         }
-        self.rtt_us = min_known(self.rtt_us, other.rtt_us);
+        self.rtt_us = run::min_known(self.rtt_us, other.rtt_us);
+        self.emulated = self.emulated.or(other.emulated);
+        self.driver = self.driver.or(other.driver);
     }
 
+    /// What projections start from. A loop, a cursor or a paging takes its wall time: its
+    /// commands and the application's time between them, which another link leaves as it is.
+    /// A chatty episode's span holds unrelated work too; its round trips take their own time.
+    /// So does connection churn: its setups, not the work between them; and a statement's
+    /// transfers over the recording, not the time between them.
     fn measured(&self) -> Measured {
-        Measured { elapsed_us: self.time_us, round_trips: self.round_trips, bytes: self.bytes, observed_rtt_us: u64::from(self.rtt_us) }
+        let took_us = match self.kind {
+            Kind::ChattySession | Kind::ConnectionChurn | Kind::Compression => self.cost_us,
+            _ => self.elapsed_us,
+        };
+        Measured {
+            took_us,
+            round_trips: self.round_trips,
+            bytes: self.bytes,
+            observed_rtt_us: u64::from(self.rtt_us),
+            injected_us: self.injected_us,
+        }
     }
 }
 
-/// The smaller of two RTTs, where 0 means unknown.
-pub(crate) fn min_known(a: u32, b: u32) -> u32 {
-    match (a, b) {
-        (0, x) | (x, 0) => x,
-        (x, y) => x.min(y),
-    }
-}
-
-/// Connections remembered per finding (a traced loop may span a pool).
-const CONNECTIONS_PER_FINDING: usize = 16;
-
-/// Adds `n` round trips of connection `conn` to a bounded per-connection list.
-fn add_round_trips(list: &mut Vec<(u64, u64)>, conn: u64, n: u64) {
-    match list.iter().position(|(c, _)| *c == conn) {
-        Some(i) => list[i].1 += n,
-        None if list.len() < CONNECTIONS_PER_FINDING => list.push((conn, n)),
-        None => {}
-    }
-}
-
-/// Most distinct findings kept; the cheapest go first.
-const MAX_FINDINGS: usize = 1000;
-/// New-finding log lines allowed per minute.
-const LOG_LINES_PER_MINUTE: u32 = 10;
-
-pub struct FindingsEngine {
-    config: FindingsConfig,
-    reads: Thresholds,
-    writes: Thresholds,
-    loops: Loops,
-    cursors: Cursors,
-    pages: Pages,
-    chatty: Chatty,
-    found: HashMap<(Kind, FingerprintId, Option<FingerprintId>, Option<Scope>), Finding>,
-    /// Occurrences that qualified, by kind, since start (metrics).
-    pub counts: BTreeMap<&'static str, u64>,
-    log_window: (u64, u32),
-}
-
-impl FindingsEngine {
-    pub fn new(config: FindingsConfig) -> FindingsEngine {
-        let reference_rtt_us = config.reference_rtt.0.as_micros() as u64;
-        let n = &config.n_plus_one;
-        let reads = Thresholds {
-            min_repeats: u64::from(n.min_repeats),
-            max_gap_us: n.max_gap.0.as_micros() as u64,
-            max_rows: n.max_rows,
-            min_projected_cost_us: n.min_projected_cost.0.as_micros() as u64,
-            reference_rtt_us,
-        };
-        let w = &config.repeated_write;
-        let writes = Thresholds {
-            min_repeats: u64::from(w.min_repeats),
-            max_gap_us: w.max_gap.0.as_micros() as u64,
-            max_rows: u64::MAX,
-            min_projected_cost_us: w.min_projected_cost.0.as_micros() as u64,
-            reference_rtt_us,
-        };
-        let chatty = Chatty::new(&config.chatty, reference_rtt_us);
-        FindingsEngine {
-            config,
-            reads,
-            writes,
-            loops: Loops::default(),
-            cursors: Cursors::default(),
-            pages: Pages::default(),
-            chatty,
-            found: HashMap::default(),
-            counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
-            log_window: (0, 0),
-        }
-    }
-
-    pub fn observe(&mut self, event: &Event) {
-        match event {
-            Event::Command(r) => self.command(r),
-            Event::Closed { conn_id, at_us } => {
-                let scope = Scope::Connection(*conn_id);
-                for run in self.loops.close_scope(scope) {
-                    self.close_run(&run, *at_us);
-                }
-                for cursor in self.cursors.close_connection(*conn_id) {
-                    self.close_cursor(&cursor, *at_us);
-                }
-                for pages in self.pages.close_scope(scope) {
-                    self.close_pages(&pages, *at_us);
-                }
-                if let Some(f) = self.chatty.close(*conn_id, &self.found_loop_round_trips(*conn_id)) {
-                    self.record_finding(f, *at_us);
-                }
-            }
-            Event::Connected { .. } | Event::Schema { .. } | Event::Link { .. } => {}
-        }
-    }
-
-    fn command(&mut self, r: &CommandRecord) {
-        let scope = r.trace.map_or(Scope::Connection(r.conn_id), Scope::Trace);
-        self.chatty.add(r);
-        self.loops.remember_parent(scope, r);
-        if let Some(kind) = Loops::kind_of(r, &self.reads) {
-            let t = if kind == Kind::NPlusOne { self.reads } else { self.writes };
-            let (closed, run) = self.loops.add(scope, kind, r, &t);
-            // Log once, the moment a loop first qualifies.
-            let just_qualified = t.qualifies(run) && (run.count == t.min_repeats || run.distinct == t.min_repeats);
-            let first = just_qualified.then(|| run.to_finding());
-            if let Some(run) = closed {
-                self.close_run(&run, r.request_us);
-            }
-            if let Some(f) = first {
-                self.announce(&f, r.last_byte_us);
-            }
-        }
-        if let Some(cursor) = self.cursors.add(r) {
-            self.close_cursor(&cursor, r.last_byte_us);
-        }
-        if let Some(pages) = self.pages.add(scope, r) {
-            self.close_pages(&pages, r.last_byte_us);
-        }
-    }
-
-    fn close_run(&mut self, run: &loops::Run, now_us: u64) {
-        let t = if run.kind == Kind::NPlusOne { self.reads } else { self.writes };
-        if t.qualifies(run) {
-            self.record_finding(run.to_finding(), now_us);
-        }
-    }
-
-    fn cursor_qualifies(&self, c: &cursors::Cursor) -> bool {
-        c.fetches >= u64::from(self.config.fetch.min_fetches) && u64::from(c.fetch_size) < self.config.fetch.min_rows
-    }
-
-    fn close_cursor(&mut self, c: &cursors::Cursor, now_us: u64) {
-        if self.cursor_qualifies(c) {
-            let f = c.to_finding();
-            self.announce(&f, now_us);
-            self.record_finding(f, now_us);
-        }
-    }
-
-    fn pages_qualify(&self, p: &pages::PageRun) -> bool {
-        p.pages >= u64::from(self.config.pagination.min_pages) && p.full_pages + 1 >= p.pages
-    }
-
-    fn close_pages(&mut self, p: &pages::PageRun, now_us: u64) {
-        if self.pages_qualify(p) {
-            let f = p.to_finding();
-            self.announce(&f, now_us);
-            self.record_finding(f, now_us);
-        }
-    }
-
-    /// Round trips of one connection already explained by loop findings,
-    /// so a chatty session is only what remains.
-    fn found_loop_round_trips(&self, conn: u64) -> u64 {
-        let loops = self.found.values().filter(|f| matches!(f.kind, Kind::NPlusOne | Kind::RepeatedWrite | Kind::PaginationLoop | Kind::UndersizedFetch));
-        let open = self.loops.open().filter(|r| {
-            let t = if r.kind == Kind::NPlusOne { self.reads } else { self.writes };
-            t.qualifies(r)
-        });
-        loops.flat_map(|f| f.per_conn.iter()).chain(open.flat_map(|r| r.per_conn.iter())).filter(|(c, _)| *c == conn).map(|(_, n)| n).sum()
-    }
-
-    fn record_finding(&mut self, f: Finding, _now_us: u64) {
-        *self.counts.entry(f.kind.name()).or_default() += 1;
-        match self.found.get_mut(&f.key()) {
-            Some(existing) => existing.merge(&f),
-            None => {
-                if self.found.len() >= MAX_FINDINGS
-                    && let Some(cheapest) = self.found.iter().min_by_key(|(_, g)| g.round_trips).map(|(k, _)| *k)
-                {
-                    self.found.remove(&cheapest);
-                }
-                self.found.insert(f.key(), f);
-            }
-        }
-    }
-
-    /// One warning per new finding, at most a few a minute.
-    fn announce(&mut self, f: &Finding, now_us: u64) {
-        if self.found.contains_key(&f.key()) {
-            return;
-        }
-        let minute = now_us / 60_000_000;
-        if self.log_window.0 != minute {
-            self.log_window = (minute, 0);
-        }
-        self.log_window.1 += 1;
-        if self.log_window.1 <= LOG_LINES_PER_MINUTE {
-            tracing::warn!(
-                kind = f.kind.name(),
-                statement = %f.fingerprint,
-                round_trips = f.round_trips,
-                "finding: {}",
-                suggest::headline(f)
-            );
-        }
-    }
-
-    /// Every finding so far, open patterns included, for a report: ranked by
-    /// what it would cost at the reference RTT. `conn_time` gives each
-    /// connection's time in commands (for "share of the connection").
-    pub fn report(&self, conn_time: &dyn Fn(u64) -> u64) -> Vec<FindingReport> {
-        let mut all: HashMap<_, Finding> = self.found.clone();
-        let mut add = |f: Finding| match all.get_mut(&f.key()) {
-            Some(existing) => existing.merge(&f),
-            None => {
-                all.insert(f.key(), f);
-            }
-        };
-        for run in self.loops.open() {
-            let t = if run.kind == Kind::NPlusOne { self.reads } else { self.writes };
-            if t.qualifies(run) {
-                add(run.to_finding());
-            }
-        }
-        for c in self.cursors.open().filter(|c| self.cursor_qualifies(c)) {
-            add(c.to_finding());
-        }
-        for p in self.pages.open().filter(|p| self.pages_qualify(p)) {
-            add(p.to_finding());
-        }
-        for f in self.chatty.open(&|conn| self.found_loop_round_trips(conn)) {
-            add(f);
-        }
-        let reference_rtt_us = self.reads.reference_rtt_us;
-        let mut ranked: Vec<(u64, FindingReport)> = all
-            .values()
-            .map(|f| {
-                let measured = f.measured();
-                let at_reference = whatif::project(measured, reference_rtt_us, None);
-                (at_reference, self.to_report(f, measured, at_reference, conn_time))
-            })
-            .collect();
-        ranked.sort_by_key(|r| std::cmp::Reverse(r.0));
-        ranked.into_iter().map(|(_, r)| r).collect()
-    }
-
-    fn to_report(&self, f: &Finding, measured: Measured, at_reference: u64, conn_time: &dyn Fn(u64) -> u64) -> FindingReport {
-        let severity = match at_reference {
-            10_000_000.. => "critical",
-            1_000_000.. => "warning",
-            _ => "info",
-        };
-        let what = match f.kind {
-            Kind::NPlusOne | Kind::RepeatedWrite => "this loop",
-            Kind::UndersizedFetch => "this cursor",
-            Kind::PaginationLoop => "this paging",
-            Kind::ChattySession => "this session's small round trips",
-        };
-        let what_if = projections(measured, &self.config.scenarios, what);
-        let conn_total: u64 = f.per_conn.iter().map(|(c, _)| conn_time(*c)).sum();
-        let mut evidence = json!({
-            "summary": suggest::headline(f),
-            "statement": f.text.as_ref(),
-            "occurrences": f.occurrences,
-            "executions": f.executions,
-            "elapsed_us": f.time_us,
-            "busy_us": f.busy_us,
-            "rows": f.rows,
-            "bytes": f.bytes,
-            "share_of_connection_time": if conn_total > 0 { (f.busy_us as f64 / conn_total as f64).min(1.0) } else { 0.0 },
-            "connections": f.per_conn.iter().map(|(c, _)| c).collect::<Vec<_>>(),
-            "projected_at_reference_us": at_reference,
-            "reference_rtt_us": self.reads.reference_rtt_us,
-            "observed_rtt_us": f.rtt_us,
-        });
-        if let Scope::Trace(t) = f.scope {
-            evidence["trace_id"] = json!(format!("{t:032x}"));
-        }
-        if let Some((id, text)) = &f.parent {
-            evidence["parent_fingerprint_id"] = json!(id.to_string());
-            evidence["parent_statement"] = json!(text.as_ref());
-        }
-        match &f.detail {
-            Detail::Loop { distinct } => evidence["distinct_values"] = json!(distinct),
-            Detail::Fetch { fetch_size } => evidence["fetch_size"] = json!(fetch_size),
-            Detail::Pages { page_size, rescanned } => {
-                evidence["page_size"] = json!(page_size);
-                evidence["pages"] = json!(f.executions);
-                evidence["offset_rows_rescanned"] = json!(rescanned);
-            }
-            Detail::Chatty { tiny, top } => {
-                evidence["tiny_round_trips"] = json!(tiny);
-                evidence["top_statements"] = json!(top.iter().map(|(t, n)| json!({"statement": t.as_ref(), "round_trips": n})).collect::<Vec<_>>());
-            }
-        }
-        FindingReport {
-            kind: f.kind.name().to_owned(),
-            severity: severity.to_owned(),
-            fingerprint_id: f.fingerprint.to_string(),
-            evidence,
-            round_trips: f.round_trips,
-            cost_us: f.time_us,
-            suggestion: suggest::fix(f),
-            what_if: what_if.into_iter().map(|p| serde_json::to_value(p).unwrap_or_default()).collect(),
-        }
-    }
-
-    pub fn reset(&mut self) {
-        self.loops.clear();
-        self.cursors.clear();
-        self.pages.clear();
-        self.chatty.clear();
-        self.found.clear();
-    }
-}
-
-/// Feeds the engine from the collector, one lock per batch.
-pub struct FindingsConsumer(pub Arc<Mutex<FindingsEngine>>);
-
-impl Consumer for FindingsConsumer {
-    fn events(&mut self, batch: &[Event]) {
-        let mut engine = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for event in batch {
-            engine.observe(event);
-        }
-    }
+/// A finding as a report shows it: the facts, how much it matters, what it says, and what it
+/// would cost over other links. `report` turns it into the schema.
+#[derive(Clone, Debug)]
+pub struct Assessed {
+    pub finding: Finding,
+    pub severity: Severity,
+    /// One sentence saying what happened.
+    pub headline: String,
+    /// The fix.
+    pub fix: String,
+    pub reference_rtt_us: u64,
+    /// What it would cost at `reference_rtt_us`: what findings are ranked by.
+    pub at_reference_us: u64,
+    /// The time it took without the emulated link and the real path's round trips: where
+    /// projections start.
+    pub base_us: u64,
+    pub what_if: Vec<Projection>,
+    /// Over an emulated link: its projection onto that link beside what it took there.
+    pub emulation: Option<EmulationCheck>,
+    /// Of the time of the connections involved, the share it took (0–1).
+    pub share_of_connection_time: f64,
 }
 
 #[cfg(test)]
 mod tests;
-

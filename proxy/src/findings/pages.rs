@@ -1,124 +1,98 @@
-//! Pagination loops: the same statement with `LIMIT n OFFSET k` repeated
-//! with advancing offsets, each page full. Every page is a round trip, and
-//! every OFFSET makes the server read and discard the rows before it.
+//! Pagination loops: the same statement with `LIMIT n OFFSET k` repeated with advancing
+//! offsets, each page full. Every page is a round trip, and every OFFSET makes the server read
+//! and discard the rows before it. The LIMIT comes from the SQL's literals or, for a prepared
+//! `LIMIT ? OFFSET ?`, from the parameters bound to it.
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 
-use super::{min_known, Detail, Finding, Kind, Scope};
-use crate::fingerprint::{FingerprintId, StatementKind};
+use rttscope_config::PaginationConfig;
+
+use super::run::{Bar, Context, Detector, Run};
+use super::{Detail, Kind, PatternScope};
+use crate::fingerprint::FingerprintId;
 use crate::record::CommandRecord;
 
 const MAX_PAGE_RUNS: usize = 4096;
 
-#[derive(Clone, Debug)]
-pub struct PageRun {
-    scope: Scope,
-    conn: u64,
-    fingerprint: FingerprintId,
-    text: Arc<str>,
-    kind: StatementKind,
-    pub page_size: u64,
+struct PageRun {
+    run: Run,
+    page_size: u64,
     next_offset: u64,
+    /// A run only goes on after a full page, so all its pages but the last are full.
     last_full: bool,
-    pub pages: u64,
-    pub full_pages: u64,
-    /// Rows the server skipped over for OFFSETs: the sum of the offsets.
-    pub rescanned: u64,
-    rows: u64,
-    round_trips: u64,
-    time_us: u64,
-    bytes: u64,
-    first_us: u64,
-    last_us: u64,
-    rtt_us: u32,
+    rescanned: u64,
 }
 
-impl PageRun {
-    pub fn to_finding(&self) -> Finding {
-        Finding {
-            kind: Kind::PaginationLoop,
-            fingerprint: self.fingerprint,
-            text: self.text.clone(),
-            statement_kind: self.kind,
-            parent: None,
-            scope: self.scope,
-            occurrences: 1,
-            executions: self.pages,
-            round_trips: self.round_trips,
-            time_us: self.last_us.saturating_sub(self.first_us),
-            busy_us: self.time_us,
-            bytes: self.bytes,
-            rows: self.rows,
-            detail: Detail::Pages { page_size: self.page_size, rescanned: self.rescanned },
-            per_conn: vec![(self.conn, self.round_trips)],
-            rtt_us: self.rtt_us,
-        }
-    }
-}
-
-#[derive(Default)]
 pub struct Pages {
-    runs: HashMap<(Scope, FingerprintId), PageRun>,
+    min_pages: u64,
+    runs: HashMap<(PatternScope, FingerprintId), PageRun>,
+    last: Option<(PatternScope, FingerprintId)>,
 }
 
 impl Pages {
-    /// Follows paged queries; returns a run that just ended.
-    pub fn add(&mut self, scope: Scope, r: &CommandRecord) -> Option<PageRun> {
-        let limit = r.limit?;
+    pub fn new(config: &PaginationConfig) -> Pages {
+        Pages { min_pages: u64::from(config.min_pages), runs: HashMap::default(), last: None }
+    }
+}
+
+impl Detector for Pages {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::PaginationLoop]
+    }
+
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
+        self.last = None;
+        let Some(limit) = r.paging else { return };
         if r.error.is_some() || limit.count == 0 {
-            return None;
+            return;
         }
-        let key = (scope, r.fingerprint);
-        let continues = self.runs.get(&key).is_some_and(|run| run.last_full && run.page_size == limit.count && run.next_offset == limit.offset);
-        let ended = if continues { None } else { self.runs.remove(&key) };
+        let key = (ctx.scope, r.fingerprint);
+        let continues = self
+            .runs
+            .get(&key)
+            .is_some_and(|p| p.last_full && p.page_size == limit.count && p.next_offset == limit.offset);
+        if !continues {
+            ended.extend(self.runs.remove(&key).map(|p| p.run));
+        }
         if !self.runs.contains_key(&key) && self.runs.len() >= MAX_PAGE_RUNS {
-            return ended;
+            return;
         }
-        let run = self.runs.entry(key).or_insert_with(|| PageRun {
-            scope,
-            conn: r.conn_id,
-            fingerprint: r.fingerprint,
-            text: r.text.clone(),
-            kind: r.kind,
+        let p = self.runs.entry(key).or_insert_with(|| PageRun {
+            run: Run::new(Kind::PaginationLoop, ctx, r, Detail::Pages { page_size: limit.count, rescanned: 0 }),
             page_size: limit.count,
             next_offset: limit.offset,
             last_full: true,
-            pages: 0,
-            full_pages: 0,
             rescanned: 0,
-            rows: 0,
-            round_trips: 0,
-            time_us: 0,
-            bytes: 0,
-            first_us: r.request_us,
-            last_us: r.last_byte_us,
-            rtt_us: 0,
         });
-        run.pages += 1;
-        run.last_full = r.rows >= limit.count;
-        run.full_pages += u64::from(run.last_full);
-        run.next_offset = limit.offset.saturating_add(limit.count);
-        run.rescanned = run.rescanned.saturating_add(limit.offset);
-        run.rows += r.rows;
-        run.round_trips += u64::from(r.round_trips);
-        run.time_us += r.latency_us();
-        run.bytes += r.bytes_up + r.bytes_down;
-        run.last_us = r.last_byte_us;
-        run.rtt_us = min_known(run.rtt_us, r.rtt_us);
-        ended
+        p.run.add(r, ctx);
+        p.last_full = r.rows >= limit.count;
+        p.next_offset = limit.offset.saturating_add(limit.count);
+        p.rescanned = p.rescanned.saturating_add(limit.offset);
+        p.run.detail = Detail::Pages { page_size: p.page_size, rescanned: p.rescanned };
+        self.last = Some(key);
     }
 
-    pub fn close_scope(&mut self, scope: Scope) -> Vec<PageRun> {
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.runs.get(&k)).map(|p| &p.run)
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let scope = PatternScope::Connection(conn_id);
         let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
-        keys.into_iter().filter_map(|k| self.runs.remove(&k)).collect()
+        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|p| p.run));
+        self.last = None;
     }
 
-    pub fn open(&self) -> impl Iterator<Item = &PageRun> {
-        self.runs.values()
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.runs.values().map(|p| p.run.clone()));
     }
 
-    pub fn clear(&mut self) {
+    fn bar(&self, _run: &Run) -> Option<Bar> {
+        Some(Bar { min_executions: self.min_pages, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
         self.runs.clear();
+        self.last = None;
     }
 }

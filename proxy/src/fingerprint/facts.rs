@@ -1,7 +1,7 @@
 //! Per-statement facts read off the token stream: the statement kind and a trailing LIMIT.
 
 use super::lexer::{Kw, Lit, Token};
-use super::{Limit, StatementKind};
+use super::{LimitArg, LimitParams, Paging, StatementKind};
 
 /// Finds the statement kind from its first keyword, looking past leading `(` and `WITH`.
 #[derive(Clone, Copy)]
@@ -49,36 +49,35 @@ fn kind_of(kw: Kw) -> StatementKind {
     }
 }
 
-/// Follows `LIMIT n`, `LIMIT k, n` and `LIMIT n OFFSET k` at the top level of a statement.
+/// Follows `LIMIT n`, `LIMIT k, n` and `LIMIT n OFFSET k` at the top level of a statement,
+/// each number a literal or a `?` placeholder.
 #[derive(Clone, Copy)]
 pub(super) enum LimitTracker {
     Idle,
     Keyword,
-    First(u64),
-    Comma(u64),
-    Offset(u64),
+    First(LimitArg),
+    Comma(LimitArg),
+    Offset(LimitArg),
 }
 
 impl LimitTracker {
-    /// Feeds one top-level token; returns a LIMIT it completes. Callers keep the last one,
-    /// since only a trailing LIMIT pages the result.
-    pub(super) fn step(&mut self, token: &Token<'_>) -> Option<Limit> {
-        let number = match *token {
-            Token::Literal {
-                lit: Lit::Number,
-                negative: false,
-                body,
-            } => parse_u64(body),
+    /// Feeds one top-level token; `placeholder` is its index among the statement's `?`s when it
+    /// is one. Returns a LIMIT it completes. Callers keep the last one, since only a trailing
+    /// LIMIT pages the result.
+    pub(super) fn step(&mut self, token: &Token<'_>, placeholder: Option<u16>) -> Option<Limit> {
+        let arg = match *token {
+            Token::Literal { lit: Lit::Number, negative: false, body } => parse_u64(body).map(LimitArg::Literal),
+            Token::Placeholder => placeholder.map(LimitArg::Param),
             _ => None,
         };
         let (next, found) = match (*self, token) {
             (_, Token::Word(_, Kw::Limit)) => (Self::Keyword, None),
-            (Self::Keyword, _) => (number.map_or(Self::Idle, Self::First), None),
+            (Self::Keyword, _) => (arg.map_or(Self::Idle, Self::First), None),
             (Self::First(n), Token::Punct(b',')) => (Self::Comma(n), None),
             (Self::First(n), Token::Word(_, Kw::Offset)) => (Self::Offset(n), None),
-            (Self::First(count), _) => (Self::Idle, Some(Limit { count, offset: 0 })),
-            (Self::Comma(offset), _) => (Self::Idle, number.map(|count| Limit { count, offset })),
-            (Self::Offset(count), _) => (Self::Idle, number.map(|offset| Limit { count, offset })),
+            (Self::First(count), _) => (Self::Idle, Some(Limit { count, offset: LimitArg::Literal(0) })),
+            (Self::Comma(offset), _) => (Self::Idle, arg.map(|count| Limit { count, offset })),
+            (Self::Offset(count), _) => (Self::Idle, arg.map(|offset| Limit { count, offset })),
             (Self::Idle, _) => (Self::Idle, None),
         };
         *self = next;
@@ -88,7 +87,7 @@ impl LimitTracker {
     /// The statement ended: `LIMIT n` as its last words is complete.
     pub(super) fn finish(&mut self) -> Option<Limit> {
         let found = match *self {
-            Self::First(count) => Some(Limit { count, offset: 0 }),
+            Self::First(count) => Some(Limit { count, offset: LimitArg::Literal(0) }),
             _ => None,
         };
         *self = Self::Idle;
@@ -96,7 +95,33 @@ impl LimitTracker {
     }
 }
 
-fn parse_u64(digits: &[u8]) -> Option<u64> {
+/// A trailing LIMIT as written: literals, placeholders, or both.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Limit {
+    pub(super) count: LimitArg,
+    pub(super) offset: LimitArg,
+}
+
+impl Limit {
+    /// The paging, when both numbers are literals.
+    pub(super) fn literal(self) -> Option<Paging> {
+        match (self.count, self.offset) {
+            (LimitArg::Literal(count), LimitArg::Literal(offset)) => Some(Paging { count, offset }),
+            _ => None,
+        }
+    }
+
+    /// Which parameters decide it, when one or both are placeholders.
+    pub(super) fn params(self) -> Option<LimitParams> {
+        self.literal().is_none().then_some(LimitParams { count: self.count, offset: self.offset })
+    }
+}
+
+/// A non-negative decimal number (a LIMIT's, or a parameter's canonical digits).
+pub fn parse_u64(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
     digits.iter().try_fold(0u64, |acc, &d| {
         let d = char::from(d).to_digit(10)?;
         acc.checked_mul(10)?.checked_add(u64::from(d))

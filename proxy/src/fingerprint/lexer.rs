@@ -3,6 +3,12 @@
 //! It knows just enough SQL to tell literals from identifiers: quoting and escapes, comment
 //! syntax, number shapes, and whether a `-` can be a sign. Anything it does not recognise is
 //! passed through as punctuation, so malformed or truncated input still tokenizes.
+//!
+//! Where a string ends depends on the session's [`SqlMode`]: read under the wrong mode, the
+//! rest of a string (`'a\', 'secret'` without backslash escapes) would come out as words, and
+//! words are kept in the normalised text. So the caller says which mode the server is in.
+
+use super::SqlMode;
 
 /// The few keywords the normaliser acts on, plus the two classes every other word falls in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +41,12 @@ pub(super) enum Kw {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Lit {
     Number,
-    /// `escaped` is set when the body holds a backslash or a doubled quote to undo.
+    /// `escaped` is set when the body holds a backslash or a doubled quote to undo;
+    /// `backslash` when backslashes were escapes (not under `NO_BACKSLASH_ESCAPES`).
     Str {
         quote: u8,
         escaped: bool,
+        backslash: bool,
     },
     Hex,
     Bits,
@@ -63,6 +71,8 @@ pub(super) enum Token<'a> {
         body: &'a [u8],
     },
     Placeholder,
+    /// A `/*+ ... */` optimizer hint, body without the `+`: part of the statement, not a comment.
+    Hint(&'a [u8]),
     /// Any other single ASCII byte: operators, parentheses, commas, dots.
     Punct(u8),
     Semicolon,
@@ -85,15 +95,21 @@ pub(super) struct Lexer<'a> {
     src: &'a [u8],
     pos: usize,
     prev: Prev,
+    /// Backslashes escape the next byte in strings (no `NO_BACKSLASH_ESCAPES`).
+    backslash: bool,
+    /// `"` quotes identifiers (`ANSI_QUOTES`).
+    ansi_quotes: bool,
 }
 
 impl<'a> Lexer<'a> {
-    pub(super) fn new(src: &'a [u8]) -> Self {
-        Self {
-            src,
-            pos: 0,
-            prev: Prev::Operator,
-        }
+    pub(super) fn new(src: &'a [u8], mode: SqlMode) -> Self {
+        Self { src, pos: 0, prev: Prev::Operator, backslash: !mode.no_backslash_escapes, ansi_quotes: mode.ansi_quotes }
+    }
+
+    /// Reads what follows under `mode`: the `;` of a statement that changed it has been read.
+    pub(super) fn set_mode(&mut self, mode: SqlMode) {
+        self.backslash = !mode.no_backslash_escapes;
+        self.ansi_quotes = mode.ansi_quotes;
     }
 
     fn at(&self, i: usize) -> Option<u8> {
@@ -193,17 +209,14 @@ impl<'a> Lexer<'a> {
             let lit = match self.at(start).map(|c| c.to_ascii_lowercase()) {
                 Some(b'x') => Some(Lit::Hex),
                 Some(b'b') => Some(Lit::Bits),
-                Some(b'n') => Some(Lit::Str {
-                    quote: b'\'',
-                    escaped: false,
-                }),
+                Some(b'n') => Some(Lit::Str { quote: b'\'', escaped: false, backslash: self.backslash }),
                 _ => None,
             };
             if let Some(lit) = lit {
-                let backslash = matches!(lit, Lit::Str { .. });
+                let backslash = matches!(lit, Lit::Str { .. }) && self.backslash;
                 let (stop, body_end, escaped) = self.string(end, b'\'', backslash);
                 let lit = match lit {
-                    Lit::Str { quote, .. } => Lit::Str { quote, escaped },
+                    Lit::Str { quote, .. } => Lit::Str { quote, escaped, backslash },
                     other => other,
                 };
                 return self.literal(lit, false, end + 1, body_end, stop);
@@ -226,11 +239,7 @@ impl<'a> Lexer<'a> {
                 _ => Lit::False,
             };
             self.prev = Prev::Value;
-            return Token::Literal {
-                lit,
-                negative: false,
-                body: word,
-            };
+            return Token::Literal { lit, negative: false, body: word };
         }
         self.prev = match kw {
             Kw::Is | Kw::Not => Prev::IsNot,
@@ -240,21 +249,10 @@ impl<'a> Lexer<'a> {
         Token::Word(word, kw)
     }
 
-    fn literal(
-        &mut self,
-        lit: Lit,
-        negative: bool,
-        from: usize,
-        to: usize,
-        end: usize,
-    ) -> Token<'a> {
+    fn literal(&mut self, lit: Lit, negative: bool, from: usize, to: usize, end: usize) -> Token<'a> {
         self.pos = end;
         self.prev = Prev::Value;
-        Token::Literal {
-            lit,
-            negative,
-            body: self.slice(from, to),
-        }
+        Token::Literal { lit, negative, body: self.slice(from, to) }
     }
 
     fn punct(&mut self, b: u8, start: usize) -> Token<'a> {
@@ -283,30 +281,24 @@ impl<'a> Iterator for Lexer<'a> {
             }
             b'#' => self.line_comment(start + 1),
             // MySQL needs a space or control byte after `--`, so `1--1` is one minus minus one.
-            b'-' if next == Some(b'-') && self.at(start + 2).is_none_or(|c| c <= b' ') => {
-                self.line_comment(start + 2)
-            }
+            b'-' if next == Some(b'-') && self.at(start + 2).is_none_or(|c| c <= b' ') => self.line_comment(start + 2),
             b'/' if next == Some(b'*') => {
                 let body = start + 2;
-                let close = self
-                    .slice(body, self.src.len())
-                    .windows(2)
-                    .position(|w| w == b"*/");
-                let (body_end, end) = close.map_or((self.src.len(), self.src.len()), |i| {
-                    (body + i, body + i + 2)
-                });
+                let close = self.slice(body, self.src.len()).windows(2).position(|w| w == b"*/");
+                let (body_end, end) = close.map_or((self.src.len(), self.src.len()), |i| (body + i, body + i + 2));
                 self.pos = end;
-                Token::Comment(self.slice(body, body_end))
+                match self.at(body) {
+                    Some(b'+') => Token::Hint(self.slice(body + 1, body_end)),
+                    _ => Token::Comment(self.slice(body, body_end)),
+                }
             }
+            // Under ANSI_QUOTES `"` quotes an identifier, where a backslash is an ordinary
+            // byte. It still becomes `?`: whether a `"` token is a name or a value depends on
+            // a mode rttscope may not have seen set, and a value must never be written out.
             b'\'' | b'"' => {
-                let (end, body_end, escaped) = self.string(start, b, true);
-                self.literal(
-                    Lit::Str { quote: b, escaped },
-                    false,
-                    start + 1,
-                    body_end,
-                    end,
-                )
+                let backslash = self.backslash && !(b == b'"' && self.ansi_quotes);
+                let (end, body_end, escaped) = self.string(start, b, backslash);
+                self.literal(Lit::Str { quote: b, escaped, backslash }, false, start + 1, body_end, end)
             }
             b'`' => {
                 let (end, body_end, _) = self.string(start, b'`', false);
@@ -318,9 +310,7 @@ impl<'a> Iterator for Lexer<'a> {
                 Some((lit, from, to)) => self.literal(lit, false, from, to, to),
                 None => self.word(start),
             },
-            b'.' if !matches!(self.prev, Prev::Value | Prev::Qualifier)
-                && digit_after(start + 1) =>
-            {
+            b'.' if !matches!(self.prev, Prev::Value | Prev::Qualifier) && digit_after(start + 1) => {
                 match self.number(start) {
                     Some((lit, from, to)) => self.literal(lit, false, from, to, to),
                     None => self.punct(b, start),
@@ -328,14 +318,11 @@ impl<'a> Iterator for Lexer<'a> {
             }
             b'-' | b'+'
                 if matches!(self.prev, Prev::Operator | Prev::IsNot)
-                    && (digit_after(start + 1)
-                        || (next == Some(b'.') && digit_after(start + 2))) =>
+                    && (digit_after(start + 1) || (next == Some(b'.') && digit_after(start + 2))) =>
             {
                 match self.number(start + 1) {
                     // A sign belongs to decimal numbers only; `-0x1F` stays an operator and a literal.
-                    Some((Lit::Number, from, to)) => {
-                        self.literal(Lit::Number, b == b'-', from, to, to)
-                    }
+                    Some((Lit::Number, from, to)) => self.literal(Lit::Number, b == b'-', from, to, to),
                     _ => self.punct(b, start),
                 }
             }
@@ -401,10 +388,10 @@ pub(super) fn keyword(word: &[u8]) -> Kw {
         b"null" => Kw::Null,
         b"true" => Kw::True,
         b"false" => Kw::False,
-        b"where" | b"and" | b"or" | b"xor" | b"on" | b"when" | b"then" | b"else" | b"elseif"
-        | b"having" | b"by" | b"return" | b"like" | b"between" | b"case" | b"interval" | b"div"
-        | b"mod" | b"distinct" | b"all" | b"any" | b"some" | b"regexp" | b"rlike" | b"escape"
-        | b"default" | b"binary" | b"union" | b"while" | b"until" | b"exists" => Kw::Expr,
+        b"where" | b"and" | b"or" | b"xor" | b"on" | b"when" | b"then" | b"else" | b"elseif" | b"having" | b"by"
+        | b"return" | b"like" | b"between" | b"case" | b"interval" | b"div" | b"mod" | b"distinct" | b"all"
+        | b"any" | b"some" | b"regexp" | b"rlike" | b"escape" | b"default" | b"binary" | b"union" | b"while"
+        | b"until" | b"exists" => Kw::Expr,
         _ => Kw::Ident,
     }
 }

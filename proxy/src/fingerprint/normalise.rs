@@ -5,10 +5,12 @@
 //! and replaced by `(?+)`. Cut points are always token boundaries in the output, so cutting
 //! never splits a character.
 
-use super::facts::{KindTracker, LimitTracker};
+use super::facts::{KindTracker, Limit, LimitTracker};
 use super::lexer::{Kw, Lexer, Token};
+use super::mode::ModeTracker;
+use super::sqlcommenter::Tags;
 use super::value::hash_literal;
-use super::{Limit, MAX_VALUES, StatementKind, trace};
+use super::{MAX_VALUES, SqlMode, StatementKind, trace};
 
 /// The reusable buffers a pass writes into; all owned by the `Fingerprinter`.
 pub(super) struct Buffers<'s> {
@@ -24,12 +26,20 @@ pub(super) struct Summary {
     pub(super) limit: Option<Limit>,
     pub(super) rows_in_values: u32,
     pub(super) trace: bool,
+    /// Where in the input the first sqlcommenter comment's body is.
+    pub(super) tags: Option<(usize, usize)>,
 }
 
-pub(super) fn normalise(sql: &[u8], buffers: Buffers<'_>) -> Summary {
-    let mut n = Normaliser::new(buffers);
-    for token in Lexer::new(sql) {
+pub(super) fn normalise(sql: &[u8], mode: SqlMode, buffers: Buffers<'_>) -> Summary {
+    let mut n = Normaliser::new(buffers, mode);
+    n.input = sql.as_ptr() as usize;
+    let mut lexer = Lexer::new(sql, mode);
+    while let Some(token) = lexer.next() {
         n.feed(token);
+        if let Some(mode) = n.mode_set.take() {
+            lexer.set_mode(mode);
+            n.mode = mode;
+        }
     }
     n.end_statement();
     Summary {
@@ -37,6 +47,7 @@ pub(super) fn normalise(sql: &[u8], buffers: Buffers<'_>) -> Summary {
         limit: n.limit,
         rows_in_values: n.rows,
         trace: n.trace_found,
+        tags: n.tags,
     }
 }
 
@@ -85,6 +96,14 @@ struct Clause {
 }
 
 struct Normaliser<'s> {
+    mode: SqlMode,
+    /// The address of the input's first byte: a comment's offset is its address less this.
+    input: usize,
+    /// Follows each statement for a `SET sql_mode` that changes how the next ones read.
+    mode_tracker: ModeTracker,
+    /// The mode the statement just ended set: what the rest of the input is read under.
+    mode_set: Option<SqlMode>,
+    tags: Option<(usize, usize)>,
     out: &'s mut String,
     values: &'s mut Vec<u64>,
     scratch: &'s mut Vec<u8>,
@@ -106,6 +125,8 @@ struct Normaliser<'s> {
     rows: u32,
     limit_state: LimitTracker,
     limit: Option<Limit>,
+    /// `?` placeholders seen in the first statement: the next one's parameter index.
+    placeholders: u16,
     expect_in: Option<usize>,
     in_list: Option<InList>,
     expect_values: Option<usize>,
@@ -113,8 +134,13 @@ struct Normaliser<'s> {
 }
 
 impl<'s> Normaliser<'s> {
-    fn new(b: Buffers<'s>) -> Self {
+    fn new(b: Buffers<'s>, mode: SqlMode) -> Self {
         Self {
+            mode,
+            input: 0,
+            mode_tracker: ModeTracker::default(),
+            mode_set: None,
+            tags: None,
             out: b.text,
             values: b.values,
             scratch: b.scratch,
@@ -132,6 +158,7 @@ impl<'s> Normaliser<'s> {
             rows: 0,
             limit_state: LimitTracker::Idle,
             limit: None,
+            placeholders: 0,
             expect_in: None,
             in_list: None,
             expect_values: None,
@@ -150,10 +177,54 @@ impl<'s> Normaliser<'s> {
                     *self.trace = id;
                     self.trace_found = true;
                 }
+                if self.tags.is_none() && Tags::of(body).is_some() {
+                    let start = (body.as_ptr() as usize).wrapping_sub(self.input);
+                    self.tags = Some((start, start + body.len()));
+                }
             }
-            Token::Semicolon => self.end_statement(),
-            token => self.significant(token),
+            Token::Hint(body) => self.hint(body),
+            Token::Semicolon => {
+                self.mode_set = self.mode_tracker.end();
+                self.end_statement();
+            }
+            token => {
+                self.mode_tracker.step(&token);
+                self.significant(token);
+            }
         }
+    }
+
+    /// Writes an optimizer hint as `/*+ ... */` with its own tokens normalised: it changes the
+    /// plan, so it is part of the statement, and a literal in it is still a literal. It is not a
+    /// token the list and clause trackers see: hints stand right after the verb.
+    fn hint(&mut self, body: &[u8]) {
+        if self.separator {
+            self.out.push_str("; ");
+            self.separator = false;
+        }
+        self.empty = false;
+        if !self.out.is_empty() && !self.out.ends_with(['(', ' ']) {
+            self.out.push(' ');
+        }
+        self.out.push_str("/*+");
+        let mut space = true;
+        for token in Lexer::new(body, self.mode) {
+            let tight = matches!(token, Token::Punct(b',' | b')'));
+            let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with('-');
+            let visible = !matches!(token, Token::Space | Token::Comment(_) | Token::Hint(_));
+            if visible && ((space && !tight && !self.out.ends_with('(')) || minus_minus) {
+                self.out.push(' ');
+            }
+            space &= !visible;
+            match token {
+                Token::Space | Token::Comment(_) | Token::Hint(_) => space = true,
+                Token::Semicolon => self.out.push(';'),
+                _ => space = push_token(self.out, &token),
+            }
+        }
+        self.out.push_str(" */");
+        // The next token is always spaced off, so the text normalises to itself.
+        self.space = true;
     }
 
     fn significant(&mut self, token: Token<'_>) {
@@ -170,9 +241,17 @@ impl<'s> Normaliser<'s> {
             Token::Literal { .. } | Token::Placeholder | Token::Punct(b'+') => Shape::Literal,
             _ => Shape::Other,
         };
+        let placeholder = match token {
+            Token::Placeholder if self.stmt == 0 => {
+                let index = self.placeholders;
+                self.placeholders = self.placeholders.saturating_add(1);
+                Some(index)
+            }
+            _ => None,
+        };
         if self.stmt == 0
             && self.depth == 0
-            && let Some(limit) = self.limit_state.step(&token)
+            && let Some(limit) = self.limit_state.step(&token, placeholder)
         {
             self.limit = Some(limit);
         }
@@ -198,26 +277,16 @@ impl<'s> Normaliser<'s> {
         self.step_values(shape, before, start, expect_values);
         match token {
             Token::Word(_, Kw::In) => self.expect_in = Some(self.out.len()),
-            Token::Word(_, Kw::Values) if self.clause.is_none() => {
-                self.expect_values = Some(self.out.len())
-            }
+            Token::Word(_, Kw::Values) if self.clause.is_none() => self.expect_values = Some(self.out.len()),
             // `value` is also a common column name; read it as a clause only in an insert.
             Token::Word(_, Kw::Value)
                 if self.clause.is_none()
-                    && matches!(
-                        self.kind.kind(),
-                        Some(StatementKind::Insert | StatementKind::Replace)
-                    ) =>
+                    && matches!(self.kind.kind(), Some(StatementKind::Insert | StatementKind::Replace)) =>
             {
                 self.expect_values = Some(self.out.len());
             }
-            Token::Literal {
-                lit,
-                negative,
-                body,
-            } if self.values.len() < MAX_VALUES => {
-                self.values
-                    .push(hash_literal(lit, negative, body, self.scratch));
+            Token::Literal { lit, negative, body } if self.values.len() < MAX_VALUES => {
+                self.values.push(hash_literal(lit, negative, body, self.scratch));
             }
             _ => {}
         }
@@ -230,31 +299,11 @@ impl<'s> Normaliser<'s> {
         // Two minus tokens always get a space: written together they would read as a `--`
         // comment when the text is normalised again.
         let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with('-');
-        if (self.space && !tight && !self.out.is_empty() && !self.out.ends_with('(')) || minus_minus
-        {
+        if (self.space && !tight && !self.out.is_empty() && !self.out.ends_with('(')) || minus_minus {
             self.out.push(' ');
         }
-        self.space = false;
         let start = self.out.len();
-        match *token {
-            // Lower-casing the name `0X1F` would turn it into the literal `0x1f`.
-            Token::Word(w, _) if w.starts_with(b"0X") || w.starts_with(b"0B") => {
-                push_lossy(self.out, w)
-            }
-            Token::Word(w, _) => push_lower(self.out, w),
-            Token::Quoted(w) => {
-                self.out.push('`');
-                push_lossy(self.out, w);
-                self.out.push('`');
-            }
-            Token::Literal { .. } | Token::Placeholder => self.out.push('?'),
-            Token::Punct(b) => {
-                self.out.push(char::from(b));
-                // One canonical spacing after commas, so `a,b` and `a, b` are the same query.
-                self.space = b == b',';
-            }
-            Token::Space | Token::Comment(_) | Token::Semicolon => {}
-        }
+        self.space = push_token(self.out, token);
         start
     }
 
@@ -274,11 +323,7 @@ impl<'s> Normaliser<'s> {
                 Shape::Other => self.in_list = None,
             }
         } else if let (Shape::Open, Some(prefix)) = (shape, expect_in) {
-            self.in_list = Some(InList {
-                prefix,
-                depth: self.depth,
-                any: false,
-            });
+            self.in_list = Some(InList { prefix, depth: self.depth, any: false });
         }
     }
 
@@ -291,25 +336,10 @@ impl<'s> Normaliser<'s> {
                     && self.depth == 1
                     && !self.rows_counted
                     && !self.rows_blocked
-                    && matches!(
-                        self.kind.kind(),
-                        Some(StatementKind::Insert | StatementKind::Replace)
-                    );
+                    && matches!(self.kind.kind(), Some(StatementKind::Insert | StatementKind::Replace));
                 self.rows_counted |= counts_rows;
-                let tuple = Tuple {
-                    prefix,
-                    paren: start,
-                    comma: None,
-                    depth: self.depth,
-                    any: false,
-                    pure: true,
-                };
-                self.clause = Some(Clause {
-                    first: None,
-                    open: Some(tuple),
-                    comma: None,
-                    counts_rows,
-                });
+                let tuple = Tuple { prefix, paren: start, comma: None, depth: self.depth, any: false, pure: true };
+                self.clause = Some(Clause { first: None, open: Some(tuple), comma: None, counts_rows });
             }
             return;
         };
@@ -347,11 +377,7 @@ impl<'s> Normaliser<'s> {
     fn close_tuple(&mut self, clause: &mut Clause, tuple: Tuple) {
         let text = if tuple.pure && tuple.any {
             // A first tuple hugs the keyword (`values(?+)`); a later one keeps its place.
-            let at = if tuple.comma.is_some() {
-                tuple.paren
-            } else {
-                tuple.prefix
-            };
+            let at = if tuple.comma.is_some() { tuple.paren } else { tuple.prefix };
             self.collapse(at);
             at
         } else {
@@ -393,13 +419,7 @@ impl<'s> Normaliser<'s> {
         }
         if let Some(clause) = self.clause.take() {
             match (clause.open, clause.comma) {
-                (
-                    Some(Tuple {
-                        comma: Some(comma), ..
-                    }),
-                    _,
-                )
-                | (None, Some(comma)) => self.cut(comma),
+                (Some(Tuple { comma: Some(comma), .. }), _) | (None, Some(comma)) => self.cut(comma),
                 (Some(t), None) if t.pure && t.any => self.collapse(t.prefix),
                 _ => {}
             }
@@ -424,6 +444,29 @@ impl<'s> Normaliser<'s> {
         self.expect_in = None;
         self.expect_values = None;
     }
+}
+
+/// Writes a token's normalised text: names lower-cased, quoted names in backticks, every
+/// literal `?`; spaces, comments, hints and semicolons write nothing here. Returns whether
+/// it wrote a comma: one canonical space follows, so `a,b` and `a, b` are the same query.
+fn push_token(out: &mut String, token: &Token<'_>) -> bool {
+    match *token {
+        // Lower-casing the name `0X1F` would turn it into the literal `0x1f`.
+        Token::Word(w, _) if w.starts_with(b"0X") || w.starts_with(b"0B") => push_lossy(out, w),
+        Token::Word(w, _) => push_lower(out, w),
+        Token::Quoted(w) => {
+            out.push('`');
+            push_lossy(out, w);
+            out.push('`');
+        }
+        Token::Literal { .. } | Token::Placeholder => out.push('?'),
+        Token::Punct(b) => {
+            out.push(char::from(b));
+            return b == b',';
+        }
+        Token::Space | Token::Comment(_) | Token::Hint(_) | Token::Semicolon => {}
+    }
+    false
 }
 
 /// Lower-cases a word; bytes that are not UTF-8 become U+FFFD, one per invalid sequence.

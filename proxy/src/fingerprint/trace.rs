@@ -14,10 +14,7 @@ pub(super) fn trace_id(comment: &[u8]) -> Option<[u8; 32]> {
         return None;
     }
     let mut rest = comment;
-    while let Some(i) = rest
-        .windows(KEY.len())
-        .position(|w| w.eq_ignore_ascii_case(KEY))
-    {
+    while let Some(i) = rest.windows(KEY.len()).position(|w| w.eq_ignore_ascii_case(KEY)) {
         let after = rest.get(i + KEY.len()..)?;
         if let Some(id) = parse_value(after) {
             return Some(id);
@@ -30,10 +27,13 @@ pub(super) fn trace_id(comment: &[u8]) -> Option<[u8; 32]> {
 fn parse_value(s: &[u8]) -> Option<[u8; 32]> {
     let s = skip_spaces(s).strip_prefix(b"=")?;
     let s = skip_spaces(s);
-    let s = [&b"'"[..], b"\"", b"%27", b"%22"]
-        .iter()
-        .find_map(|q| strip_prefix_ci(s, q))
-        .unwrap_or(s);
+    let s = [&b"'"[..], b"\"", b"%27", b"%22"].iter().find_map(|q| strip_prefix_ci(s, q)).unwrap_or(s);
+    bare_value(s)
+}
+
+/// The trace id of a bare traceparent value (`00-<trace>-<span>-01`, anything may follow):
+/// a `traceparent` query attribute, or what follows the `=` in a comment.
+pub(crate) fn bare_value(s: &[u8]) -> Option<[u8; 32]> {
     let (version, s) = hex(s, 2)?;
     // Version ff is forbidden by the W3C spec; anything else is forward-compatible.
     if version.eq_ignore_ascii_case(b"ff") {
@@ -55,9 +55,7 @@ fn parse_value(s: &[u8]) -> Option<[u8; 32]> {
 
 fn hex(s: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
     let head = s.get(..n)?;
-    head.iter()
-        .all(u8::is_ascii_hexdigit)
-        .then(|| (head, s.get(n..).unwrap_or_default()))
+    head.iter().all(u8::is_ascii_hexdigit).then(|| (head, s.get(n..).unwrap_or_default()))
 }
 
 fn skip_spaces(s: &[u8]) -> &[u8] {
@@ -67,6 +65,5 @@ fn skip_spaces(s: &[u8]) -> &[u8] {
 
 fn strip_prefix_ci<'a>(s: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
     let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| s.get(prefix.len()..).unwrap_or_default())
+    head.eq_ignore_ascii_case(prefix).then(|| s.get(prefix.len()..).unwrap_or_default())
 }

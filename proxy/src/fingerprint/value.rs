@@ -20,11 +20,8 @@ pub(super) fn hash_literal(lit: Lit, negative: bool, body: &[u8], scratch: &mut 
         }
         Lit::Number => body,
         Lit::Str { escaped: false, .. } => body,
-        Lit::Str {
-            quote,
-            escaped: true,
-        } => {
-            unescape(body, quote, scratch);
+        Lit::Str { quote, escaped: true, backslash } => {
+            unescape(body, quote, backslash, scratch);
             scratch
         }
         Lit::Hex => decode(body, 4, scratch),
@@ -38,10 +35,11 @@ pub(super) fn hash_literal(lit: Lit, negative: bool, body: &[u8], scratch: &mut 
 
 /// Undoes MySQL string escapes (`\n`, `\0`, `\Z`, ... and doubled quotes). `\%` and `\_` keep
 /// their backslash, as MySQL does, because they only mean something to `LIKE`.
-fn unescape(body: &[u8], quote: u8, out: &mut Vec<u8>) {
+/// Without `backslash` (`NO_BACKSLASH_ESCAPES`) only doubled quotes are undone.
+fn unescape(body: &[u8], quote: u8, backslash: bool, out: &mut Vec<u8>) {
     let mut bytes = body.iter().copied();
     while let Some(c) = bytes.next() {
-        if c == b'\\' {
+        if backslash && c == b'\\' {
             // A backslash that truncation left at the very end has nothing to escape: drop it.
             let Some(e) = bytes.next() else { break };
             match e {

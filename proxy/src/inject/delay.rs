@@ -2,11 +2,19 @@
 //! the time it may be written on. A chunk first waits its turn on the wire
 //! (serialisation at the configured bandwidth, and — with a window — until
 //! the bytes a window before it have been acknowledged, one RTT after they
-//! went out), then the one-way delay plus jitter. Release times never go
-//! backwards: bytes are delayed, never reordered or lost.
+//! went out), then the one-way delay plus jitter. With loss, a lost segment
+//! holds itself and every byte after it for a recovery stall, and the
+//! window shrinks to what a loss-based sender keeps (`loss.rs`). Release
+//! times never go backwards: bytes are delayed, never reordered or dropped.
+//!
+//! The settings are validated at the edge (delays at most a minute, ...), but the
+//! arithmetic here does not rely on it: every sum saturates, so no setting can panic
+//! a connection (`inject/proptests.rs` proves it over the whole input range).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+use super::loss::{self, Losses, MSS, Tail};
 
 /// On a bandwidth-limited link a read is scheduled in pieces of at most
 /// this much wire time, each released on its own. Released whole, a read
@@ -22,6 +30,27 @@ const PIECE_TIME: Duration = Duration::from_millis(1);
 /// that the queue of pending releases stays short.
 const MIN_PIECE: u64 = 1500;
 
+/// Jitter is drawn within ±this at most, so that `2 × jitter + 1` and the signed offset
+/// fit their integers; far beyond any delay the config accepts.
+const MAX_JITTER_NANOS: u64 = u64::MAX / 4;
+
+/// `t + d`, or as late as an `Instant` goes when that overflows: a release that far away
+/// never comes, which is what an absurd delay means.
+fn later(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d).unwrap_or_else(|| {
+        // Halve the step until it fits: at most 64 tries.
+        let mut step = d;
+        let mut latest = t;
+        while !step.is_zero() {
+            match latest.checked_add(step) {
+                Some(next) => latest = next,
+                None => step /= 2,
+            }
+        }
+        latest
+    })
+}
+
 /// One direction's link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OneWayModel {
@@ -33,19 +62,34 @@ pub struct OneWayModel {
     pub window: Option<u64>,
     /// The round trip a window's acknowledgement takes.
     pub rtt: Duration,
+    /// Share of segments lost, in parts per million.
+    pub loss_ppm: u32,
 }
 
 impl OneWayModel {
     pub fn is_active(&self) -> bool {
-        !self.delay.is_zero() || !self.jitter.is_zero() || self.bytes_per_second.is_some() || self.window.is_some()
+        !self.delay.is_zero()
+            || !self.jitter.is_zero()
+            || self.bytes_per_second.is_some()
+            || self.window.is_some()
+            || self.loss_ppm > 0
+    }
+
+    /// The window that binds: the configured one, or the one loss leaves a sender.
+    pub fn window_limit(&self) -> Option<u64> {
+        match (self.window, loss::loss_window(self.loss_ppm)) {
+            (Some(w), Some(l)) => Some(w.min(l)),
+            (w, l) => w.or(l),
+        }
     }
 
     /// Bytes the emulated pipe holds at full speed: what the buffer must
     /// hold so that buffering, not the model, never sets the pace.
     pub fn pipe_bytes(&self) -> Option<u64> {
         let rate = self.bytes_per_second?;
-        let held = self.delay + self.jitter;
-        Some((u128::from(rate) * held.as_micros() / 1_000_000) as u64)
+        let held = self.delay.saturating_add(self.jitter);
+        let bytes = u128::from(rate).saturating_mul(held.as_micros()) / 1_000_000;
+        Some(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
 }
 
@@ -63,6 +107,11 @@ pub struct DelayLine {
     last_release: Option<Instant>,
     /// Departures of recent bytes, for the window rule: (end offset, departed).
     departures: VecDeque<(u64, Instant)>,
+    /// `model.window_limit()`, worked out once per model.
+    window: Option<u64>,
+    losses: Losses,
+    /// The release the last piece would have had without loss.
+    last_natural: Option<Instant>,
     rng: u64,
 }
 
@@ -79,6 +128,9 @@ impl DelayLine {
             wire_free: None,
             last_release: None,
             departures: VecDeque::new(),
+            window: model.window_limit(),
+            losses: Losses::new(model.loss_ppm, seed),
+            last_natural: None,
             rng: seed | 1,
         }
     }
@@ -89,16 +141,31 @@ impl DelayLine {
 
     /// A new link from now on; bytes already scheduled keep their times.
     pub fn set_model(&mut self, model: OneWayModel) {
+        if model.loss_ppm != self.model.loss_ppm {
+            self.losses.set_rate(model.loss_ppm);
+        }
         self.model = model;
+        self.window = model.window_limit();
     }
 
     /// Schedules `len` bytes that arrived at `now`; returns when the last
-    /// of them may be written.
+    /// of them may be written, as far as is known now: bytes behind a hole near
+    /// their end may go sooner once the next read follows them (`follow_up`).
     pub fn schedule(&mut self, now: Instant, len: usize) -> Instant {
         let mut left = len as u64;
         let mut release = now;
+        if len > 0 {
+            self.follow_up(now, left);
+        }
+        let read = Read {
+            start: self.scheduled,
+            end: self.scheduled.saturating_add(left),
+            // A lone segment, nothing in flight before it (the last bytes left over an RTT
+            // ago): lost, only a timeout repairs it.
+            alone: left <= MSS && self.wire_free.is_none_or(|w| later(w, self.model.rtt) <= now),
+        };
         // A piece larger than the window cannot leave in one round trip.
-        let window = self.model.window.map_or(u64::MAX, |w| w.max(1));
+        let window = self.window.map_or(u64::MAX, |w| w.max(1));
         let wire = self.model.bytes_per_second.map_or(u64::MAX, |rate| {
             ((u128::from(rate) * PIECE_TIME.as_nanos() / 1_000_000_000) as u64).max(MIN_PIECE)
         });
@@ -106,8 +173,12 @@ impl DelayLine {
         // extra draw could only push the read's delay up, never down.
         let jitter = self.draw_jitter();
         while left > 0 {
-            let piece = left.min(window).min(wire);
-            release = self.schedule_piece(now, piece, jitter);
+            // Pieces end on multiples of the window: then the byte a window before a piece's
+            // end is the last of an earlier piece, and the window rule holds exactly (cut
+            // elsewhere, a piece waited for all of the piece holding that byte).
+            let to_boundary = window - self.scheduled % window;
+            let piece = left.min(to_boundary).min(wire);
+            release = self.schedule_piece(now, piece, jitter, read);
             left -= piece;
         }
         if len == 0 {
@@ -119,7 +190,7 @@ impl DelayLine {
     /// A delay offset uniform within ±jitter, in nanoseconds (xorshift:
     /// cheap, and reproducible per seed).
     fn draw_jitter(&mut self) -> i64 {
-        let jitter = self.model.jitter.as_nanos() as u64;
+        let jitter = u64::try_from(self.model.jitter.as_nanos()).unwrap_or(u64::MAX).min(MAX_JITTER_NANOS);
         if jitter == 0 {
             return 0;
         }
@@ -129,41 +200,91 @@ impl DelayLine {
         (self.rng % (2 * jitter + 1)) as i64 - jitter as i64
     }
 
-    fn schedule_piece(&mut self, now: Instant, len: u64, jitter: i64) -> Instant {
-        let end = self.scheduled + len;
+    fn schedule_piece(&mut self, now: Instant, len: u64, jitter: i64, read: Read) -> Instant {
+        let end = self.scheduled.saturating_add(len);
         let mut depart = self.wire_free.map_or(now, |free| free.max(now));
-        if let Some(window) = self.model.window
+        if let Some(window) = self.window
             && end > window
         {
             // Our last byte may leave once the byte a window before it has been
             // acknowledged: one RTT after the piece holding it left.
-            if let Some(&(_, departed)) = self.departures.iter().find(|(e, _)| *e + window >= end) {
-                depart = depart.max(departed + self.model.rtt);
+            if let Some(&(_, departed)) = self.departures.iter().find(|(e, _)| e.saturating_add(window) >= end) {
+                depart = depart.max(later(departed, self.model.rtt));
             }
         }
         let serialise = self.model.bytes_per_second.map_or(Duration::ZERO, |rate| {
-            Duration::from_nanos((u128::from(len) * 1_000_000_000 / u128::from(rate.max(1))) as u64)
+            let nanos = u128::from(len) * 1_000_000_000 / u128::from(rate.max(1));
+            Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX))
         });
-        let departed = depart + serialise;
+        let departed = later(depart, serialise);
         self.wire_free = Some(departed);
-        if let Some(window) = self.model.window {
+        if let Some(window) = self.window {
             self.departures.push_back((end, departed));
-            while self.departures.front().is_some_and(|&(e, _)| e + window < end) {
+            while self.departures.front().is_some_and(|&(e, _)| e.saturating_add(window) < end) {
                 self.departures.pop_front();
             }
         }
-        let delayed = departed + self.model.delay;
+        let delayed = later(departed, self.model.delay);
         let release = if jitter >= 0 {
-            delayed + Duration::from_nanos(jitter.unsigned_abs())
+            later(delayed, Duration::from_nanos(jitter.unsigned_abs()))
         } else {
-            delayed.checked_sub(Duration::from_nanos(jitter.unsigned_abs())).unwrap_or(delayed)
+            // Never before the bytes crossed the wire, whatever the jitter (validation keeps
+            // it within the delay; a model built otherwise must not release bytes early).
+            delayed.checked_sub(Duration::from_nanos(jitter.unsigned_abs())).unwrap_or(delayed).max(departed)
         };
+        self.last_natural = Some(release);
         // Never before bytes that came earlier: a stream keeps its order.
-        let release = self.last_release.map_or(release, |last| release.max(last));
-        self.last_release = Some(release);
+        let mut at = self.last_release.map_or(release, |last| release.max(last));
+        let mut from = self.scheduled;
+        while let Some(lost) = self.losses.lost_in(read.start, from, end) {
+            // Bytes before the hole go on time; the hole holds the rest.
+            if lost > from {
+                self.marks.push_back((lost, at));
+            }
+            let followers = read.end.saturating_sub(lost.saturating_add(MSS)).div_ceil(MSS);
+            let stall = loss::stall(followers, read.alone, self.model.rtt);
+            let floor = at;
+            at = at.max(later(release, stall));
+            self.losses.tail = (followers < 3).then_some(Tail {
+                from: lost,
+                followers,
+                departed,
+                charged: stall,
+                natural: release,
+                floor,
+            });
+            from = lost.saturating_add(1);
+        }
+        self.last_release = Some(at);
         self.scheduled = end;
-        self.marks.push_back((end, release));
-        release
+        self.marks.push_back((end, at));
+        at
+    }
+
+    /// New bytes arrived: if the last read ended in a hole, these follow it, and their
+    /// acknowledgements may repair it sooner than the probe or timeout it was charged.
+    fn follow_up(&mut self, now: Instant, len: u64) {
+        let Some(tail) = self.losses.tail.take() else { return };
+        let depart = self.wire_free.map_or(now, |free| free.max(now));
+        let followers = tail.followers.saturating_add(len.div_ceil(MSS));
+        let repair = depart.saturating_duration_since(tail.departed).saturating_add(loss::stall(
+            followers,
+            false,
+            self.model.rtt,
+        ));
+        if repair >= tail.charged || self.marks.back().is_none_or(|&(end, _)| end <= tail.from) {
+            return;
+        }
+        // Never before the bytes of that read crossed, nor before the bytes ahead of the hole.
+        let natural = self.last_natural.unwrap_or(tail.natural);
+        let at = later(tail.natural, repair).max(tail.floor).max(natural);
+        for mark in self.marks.iter_mut().rev() {
+            if mark.0 <= tail.from {
+                break;
+            }
+            mark.1 = mark.1.min(at);
+        }
+        self.last_release = self.marks.back().map(|&(_, at)| at);
     }
 
     /// Bytes (stream offset) that may be written by `now`.
@@ -178,10 +299,27 @@ impl DelayLine {
         self.released
     }
 
+    /// The held releases: (stream offset reached, when), in order.
+    #[cfg(test)]
+    pub(super) fn marks(&self) -> impl Iterator<Item = (u64, Instant)> + '_ {
+        self.marks.iter().copied()
+    }
+
     /// When the next held bytes come due, if any are held.
     pub fn next_release(&self) -> Option<Instant> {
         self.marks.front().map(|&(_, at)| at)
     }
+}
+
+/// What a piece's losses need to know of the read it belongs to.
+#[derive(Clone, Copy)]
+struct Read {
+    /// Stream offsets of the read: its segments start at `start`, and those after a hole
+    /// up to `end` follow it.
+    start: u64,
+    end: u64,
+    /// The read is one segment with nothing in flight before it.
+    alone: bool,
 }
 
 #[cfg(test)]
@@ -207,7 +345,11 @@ mod tests {
     fn bandwidth_serialises_back_to_back_chunks() {
         let t0 = Instant::now();
         // 1 MB/s: 10 kB takes 10 ms on the wire.
-        let m = OneWayModel { bytes_per_second: Some(1_000_000), delay: Duration::from_millis(1), ..OneWayModel::default() };
+        let m = OneWayModel {
+            bytes_per_second: Some(1_000_000),
+            delay: Duration::from_millis(1),
+            ..OneWayModel::default()
+        };
         let mut line = DelayLine::new(m, 0, 1);
         assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(11));
         assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(21));
@@ -225,7 +367,11 @@ mod tests {
     fn a_large_read_leaves_piece_by_piece() {
         let t0 = Instant::now();
         // 10 MB/s: pieces of 1 ms = 10,000 bytes.
-        let m = OneWayModel { bytes_per_second: Some(10_000_000), delay: Duration::from_millis(5), ..OneWayModel::default() };
+        let m = OneWayModel {
+            bytes_per_second: Some(10_000_000),
+            delay: Duration::from_millis(5),
+            ..OneWayModel::default()
+        };
         let mut line = DelayLine::new(m, 0, 1);
         assert_eq!(line.schedule(t0, 105_000), t0 + Duration::from_micros(15_500));
         // The first piece is through after its own millisecond on the wire, not the read's ten.
@@ -284,7 +430,11 @@ mod tests {
     #[test]
     fn jitter_is_bounded_and_never_reorders() {
         let t0 = Instant::now();
-        let m = OneWayModel { delay: Duration::from_millis(10), jitter: Duration::from_millis(3), ..OneWayModel::default() };
+        let m = OneWayModel {
+            delay: Duration::from_millis(10),
+            jitter: Duration::from_millis(3),
+            ..OneWayModel::default()
+        };
         let mut line = DelayLine::new(m, 0, 42);
         let mut previous = t0;
         let mut spread = (Duration::MAX, Duration::ZERO);

@@ -1,9 +1,21 @@
-//! The emulated link: delay, jitter, bandwidth and window per direction,
+//! The emulated link: delay, jitter, bandwidth, window and loss per direction,
 //! applied in the relay to the connections in scope — so a team can see
 //! what moving the database will do before they move it. Changeable at run
 //! time without dropping a byte.
+//!
+//! - [`InjectControl`]: the current settings, shared and replaced live;
+//! - `binding`: a connection's place on the link ([`InjectBinding`]), the
+//!   models for its two directions given who it is;
+//! - `delay`: one direction's schedule ([`DelayLine`], [`OneWayModel`]);
+//! - `loss`: what loss on the long hop costs above TCP (recovery stalls, the
+//!   loss-limited window);
+//! - `timer`: sub-millisecond wake-ups for the delay lines.
 
+mod binding;
 pub mod delay;
+pub mod loss;
+#[cfg(test)]
+mod proptests;
 pub mod timer;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,9 +23,10 @@ use std::sync::{Arc, Mutex};
 
 use rttscope_config::{Direction as ConfigDirection, Inject};
 
+pub use binding::InjectBinding;
 pub use delay::{DelayLine, OneWayModel};
 
-use crate::relay::Direction;
+use crate::protocol::Direction;
 
 /// The current emulated link, shared by every connection. Connections
 /// check the generation (one atomic load) and re-read the settings only
@@ -85,7 +98,8 @@ pub fn model(inject: &Inject, direction: Direction) -> OneWayModel {
         jitter: one_way.jitter,
         bytes_per_second: one_way.bandwidth_bps.map(|bps| (bps / 8).max(1)),
         window: inject.window.map(|w| w.0),
-        rtt: there + back,
+        rtt: there.saturating_add(back),
+        loss_ppm: one_way.loss_ppm,
     }
 }
 
@@ -96,6 +110,7 @@ const UNLIMITED_PIPE_BYTES: usize = 16 << 20;
 
 /// Buffer an emulated direction needs so the model, not the buffer, sets the pace.
 pub fn pipe_capacity(model: &OneWayModel, base: usize) -> usize {
-    let needed = model.pipe_bytes().map_or(UNLIMITED_PIPE_BYTES, |b| (2 * b) as usize);
+    let needed =
+        model.pipe_bytes().map_or(UNLIMITED_PIPE_BYTES, |b| usize::try_from(b.saturating_mul(2)).unwrap_or(usize::MAX));
     needed.clamp(base, MAX_PIPE_BYTES)
 }

@@ -51,7 +51,8 @@ fn inbox() -> &'static Sender<(Instant, Waker)> {
                         e.waker.wake();
                     }
                 }
-                let wait = heap.peek().map_or(Duration::from_secs(3600), |Reverse(e)| e.at.saturating_duration_since(now));
+                let wait =
+                    heap.peek().map_or(Duration::from_secs(3600), |Reverse(e)| e.at.saturating_duration_since(now));
                 match rx.recv_timeout(wait) {
                     Ok((at, waker)) => {
                         seq += 1;

@@ -3,39 +3,52 @@
 //! which limit held it back — the diagnosis the background articles make by
 //! hand with Wireshark and SystemTap. rttscope never sets SO_SNDBUF or
 //! SO_RCVBUF itself (unless an experiment asks): autotuning stays on.
+//!
+//! - `probe`: the per-connection [`Probe`], the tap that reads sockets and
+//!   follows transfers (with `transfer`'s [`TransferTracker`]);
+//! - `loss`: what the socket shows of loss, duplication and reordering, and the
+//!   Mathis bound a loss-limited transfer meets;
+//! - `events`: the probes' own channel ([`LinkSink`]) and its collector;
+//! - `verdict`: [`Links`], the verdicts kept for reports, with their words;
+//! - `expected`: the configured link held against the measured one, and the host's
+//!   buffer ceilings checked again once a path is measured;
+//! - `sysctl`: the host's TCP buffer limits, checked at start-up.
 
-pub mod sample;
+mod events;
+mod expected;
+mod loss;
+mod probe;
 pub mod sysctl;
-pub mod transfer;
-pub mod verdict;
+mod transfer;
+mod verdict;
 
-use std::sync::{Arc, Mutex};
-
+use crate::human;
 use rttscope_config::Config;
 
-pub use sample::{sample, LinkSample};
+pub use events::{LinkEvent, LinkSink, collect};
+pub use expected::Expected;
+pub use loss::{Loss, mathis_bound};
+pub use probe::{Probe, ProbeSettings};
 pub use sysctl::Sysctls;
 pub use transfer::TransferTracker;
-pub use verdict::{Limit, LinkVerdict, Links, Measurement};
+pub use verdict::{LinkLimit, LinkVerdict, Links, Measurement};
 
-use crate::record::{Consumer, Event};
+fn unknown() -> String {
+    "unknown".to_owned()
+}
 
-/// Feeds verdicts and RTT readings to [`Links`], one lock per batch.
-pub struct LinksConsumer(pub Arc<Mutex<Links>>);
+/// `tcp_rmem`/`tcp_wmem` as a reader sets them: `min 4 KiB, default 128 KiB, max 6 MiB`.
+fn buffer_triple(sysctl: Option<[u64; 3]>) -> String {
+    sysctl.map_or_else(unknown, |[min, default, max]| {
+        format!("min {}, default {}, max {}", human::size(min), human::size(default), human::size(max))
+    })
+}
 
-impl Consumer for LinksConsumer {
-    fn events(&mut self, batch: &[Event]) {
-        let mut links = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        for event in batch {
-            match event {
-                Event::Link { conn_id, at_us, measurement } => {
-                    let v = links.add(*conn_id, *at_us, *measurement);
-                    tracing::info!(conn.id = conn_id, limit = v.measurement.limit.name(), "link: {}", v.summary);
-                }
-                Event::Command(r) if r.rtt_us > 0 => links.rtt.observe(f64::from(r.rtt_us) / 1e6),
-                _ => {}
-            }
-        }
+fn on_off(flag: Option<bool>) -> &'static str {
+    match flag {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "unknown",
     }
 }
 
@@ -45,12 +58,12 @@ impl Consumer for LinksConsumer {
 pub fn startup_check(config: &Config) -> Sysctls {
     let sysctls = Sysctls::read();
     tracing::info!(
-        tcp_rmem = ?sysctls.tcp_rmem,
-        tcp_wmem = ?sysctls.tcp_wmem,
-        rmem_max = ?sysctls.rmem_max,
-        wmem_max = ?sysctls.wmem_max,
-        tcp_moderate_rcvbuf = ?sysctls.tcp_moderate_rcvbuf,
-        tcp_window_scaling = ?sysctls.tcp_window_scaling,
+        tcp_rmem = %buffer_triple(sysctls.tcp_rmem),
+        tcp_wmem = %buffer_triple(sysctls.tcp_wmem),
+        rmem_max = %sysctls.rmem_max.map_or_else(unknown, human::size),
+        wmem_max = %sysctls.wmem_max.map_or_else(unknown, human::size),
+        tcp_moderate_rcvbuf = %on_off(sysctls.tcp_moderate_rcvbuf),
+        tcp_window_scaling = %on_off(sysctls.tcp_window_scaling),
         "TCP buffer limits on this host"
     );
     let link = &config.link;

@@ -4,8 +4,9 @@
 //! socket meanwhile. At the end of a large response it names the one limit
 //! that held it back. Pure logic: the relay feeds it times and samples.
 
-use super::sample::LinkSample;
-use super::verdict::{Limit, Measurement};
+use super::loss::Loss;
+use super::verdict::{LinkLimit, Measurement};
+use crate::socket::{LinkSample, LossCounters};
 
 /// Shares of a transfer's time that decide a verdict.
 const CLIENT_READER_SHARE: f64 = 0.25;
@@ -15,6 +16,18 @@ const SERVER_PAUSE_SHARE: f64 = 0.25;
 /// the high end on a busy 2-core host, where loss recovery and scheduling
 /// leave sub-RTT gaps a sender's silences cannot be told from. Between the two.
 const WINDOW_IDLE_SHARE: f64 = 0.4;
+/// Loss binds when the measured throughput is within these factors of the Mathis bound: not
+/// far above it (the bound is a Reno figure, CUBIC beats it a little, and losses that merged
+/// into one stall undercount `p`; a Reno server over the emulator with 1 % loss carried 1.2 ×
+/// its bound, a BBR one 9 ×), nor far below it (then something else held the sender lower:
+/// a 4 KiB receive buffer with the same loss carried 0.07 × its bound).
+const LOSS_BOUND: std::ops::RangeInclusive<f64> = 0.4..=1.5;
+/// Fewer loss events than this say nothing about a rate.
+const MIN_LOSS_EVENTS: u32 = 3;
+/// Recovery stalls this large a share of a window-limited transfer make loss its second limit:
+/// under a small window each one is time with nothing delivered (over the emulator a 4 KiB
+/// receive buffer and 1 % loss spent 10-11 % of a 1.2 MB transfer waiting out timeouts).
+const LOSS_STALL_SHARE: f64 = 0.05;
 /// Small responses judged together for the `latency` verdict.
 const LATENCY_WINDOW: u64 = 1000;
 
@@ -29,12 +42,32 @@ struct Transfer {
     server_pause_us: u64,
     server_pauses: u32,
     blocked_us: u64,
+    /// The last gap between reads, its length and how it was counted, until a reading of
+    /// the socket says whether a hole was being filled meanwhile.
+    open_gap: Option<(u64, Gap)>,
+    /// Gaps that ended when a retransmission filled a hole: loss events.
+    stalls: u32,
+    stall_us: u64,
+    /// Of the stalls, those as long as a retransmission timeout.
+    rto_stalls: u32,
+    /// The socket's loss counters when the response started.
+    start: Option<LossCounters>,
+    max_mss: u32,
     rtt_sum: u64,
     rtt_n: u32,
     min_rtt_us: u32,
     max_window: u32,
     max_rcvbuf: u32,
     samples: u32,
+}
+
+/// How a gap between reads was counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Gap {
+    Idle,
+    /// 1.5-3 RTT: counted as nothing.
+    Uncounted,
+    Pause,
 }
 
 /// Small responses since the last `latency` judgement.
@@ -54,13 +87,31 @@ pub struct TransferTracker {
     /// Latest smoothed and base RTT of the upstream socket, µs.
     pub rtt_us: u32,
     pub min_rtt_us: u32,
+    /// The socket's loss counters at the latest reading.
+    latest: Option<LossCounters>,
+    /// Gaps as long as a retransmission timeout in the middle of any response, ever.
+    pub timeout_gaps: u32,
+    /// rttscope's own retransmission timeout on this socket, µs: the server's, on the same
+    /// path under the same kernel rules (srtt + 4 × rttvar, at least 200 ms), is about the same.
+    rto_us: u32,
     /// Largest receive buffer this host allows (tcp_rmem max), if known.
     rmem_max: Option<u64>,
 }
 
 impl TransferTracker {
     pub fn new(large_transfer: u64, rmem_max: Option<u64>) -> TransferTracker {
-        TransferTracker { large_transfer, current: None, blocked_since: None, small: Small::default(), rtt_us: 0, min_rtt_us: 0, rmem_max }
+        TransferTracker {
+            large_transfer,
+            current: None,
+            blocked_since: None,
+            small: Small::default(),
+            rtt_us: 0,
+            min_rtt_us: 0,
+            latest: None,
+            rto_us: 0,
+            timeout_gaps: 0,
+            rmem_max,
+        }
     }
 
     /// Gaps shorter than this are the ordinary spacing of packets.
@@ -80,28 +131,57 @@ impl TransferTracker {
         (3 * u64::from(self.rtt_us) / 2).max(2 * self.idle_threshold_us())
     }
 
+    /// Whether a gap lasted a retransmission timeout (or two, four or eight of them, backed
+    /// off): a segment lost with too few behind it to trigger a fast retransmit — under a
+    /// small window, every loss — leaves no segment out of order, only this silence. A server
+    /// has no reason to pause for just that long.
+    fn lasted_a_timeout(&self, gap_us: u64) -> bool {
+        let (rto, rtt) = (u64::from(self.rto_us), u64::from(self.rtt_us));
+        rto > 0 && [1, 2, 4, 8].iter().any(|k| (k * rto * 8 / 10..=k * rto * 13 / 10 + 2 * rtt).contains(&gap_us))
+    }
+
     /// Gaps longer than this are the server pausing, not a window.
     fn pause_threshold_us(&self) -> u64 {
         (3 * u64::from(self.rtt_us)).max(10_000)
     }
 
     pub fn response_started(&mut self, now_us: u64) {
-        self.current = Some(Transfer { first_us: now_us, last_read_us: now_us, min_rtt_us: u32::MAX, ..Transfer::default() });
+        self.current = Some(Transfer {
+            first_us: now_us,
+            last_read_us: now_us,
+            min_rtt_us: u32::MAX,
+            start: self.latest,
+            ..Transfer::default()
+        });
     }
 
     /// Bytes from upstream arrived at `now_us`.
     pub fn read(&mut self, now_us: u64) {
-        let (idle_threshold, stall_threshold, pause_threshold) = (self.idle_threshold_us(), self.stall_threshold_us(), self.pause_threshold_us());
+        let (idle_threshold, stall_threshold, pause_threshold) =
+            (self.idle_threshold_us(), self.stall_threshold_us(), self.pause_threshold_us());
         let blocked = self.blocked_since.is_some();
+        let Some(last_read_us) = self.current.map(|t| t.last_read_us) else { return };
+        let gap = now_us.saturating_sub(last_read_us);
+        let timeout = !blocked && gap >= pause_threshold && self.lasted_a_timeout(gap);
+        self.timeout_gaps = self.timeout_gaps.wrapping_add(u32::from(timeout));
         let Some(t) = self.current.as_mut() else { return };
-        let gap = now_us.saturating_sub(t.last_read_us);
-        if !blocked && gap >= idle_threshold {
-            if gap >= pause_threshold {
+        t.open_gap = None;
+        if timeout {
+            t.stalls += 1;
+            t.rto_stalls += 1;
+            t.stall_us += gap;
+        } else if !blocked && gap >= idle_threshold {
+            let kind = if gap >= pause_threshold {
                 t.server_pause_us += gap;
                 t.server_pauses += 1;
+                Gap::Pause
             } else if gap < stall_threshold {
                 t.idle_us += gap;
-            }
+                Gap::Idle
+            } else {
+                Gap::Uncounted
+            };
+            t.open_gap = Some((gap, kind));
         }
         t.last_read_us = now_us;
     }
@@ -123,10 +203,22 @@ impl TransferTracker {
         }
     }
 
+    /// Whether a gap just ended that a reading of the socket should explain (now, before
+    /// more reads blur which gap a hole belonged to).
+    pub fn wants_sample(&self) -> bool {
+        self.current.is_some_and(|t| t.open_gap.is_some())
+    }
+
     /// A reading of the upstream socket.
     pub fn sample(&mut self, s: &LinkSample) {
+        let counters = LossCounters::of(s);
+        let hole = self.latest.is_some_and(|before| counters.out_of_order != before.out_of_order);
+        self.latest = Some(counters);
         if s.rtt_us > 0 {
             self.rtt_us = s.rtt_us;
+        }
+        if s.rto_us > 0 {
+            self.rto_us = s.rto_us;
         }
         if s.base_rtt_us() > 0 {
             self.min_rtt_us = s.base_rtt_us();
@@ -140,6 +232,23 @@ impl TransferTracker {
             t.min_rtt_us = t.min_rtt_us.min(s.base_rtt_us().max(1));
             t.max_window = t.max_window.max(s.advertised_window());
             t.max_rcvbuf = t.max_rcvbuf.max(s.rcvbuf);
+            t.max_mss = t.max_mss.max(s.rcv_mss);
+            // Segments queued behind a hole while the reads stood still: the gap was a
+            // retransmission being awaited, whatever its length said.
+            if let Some((gap, kind)) = t.open_gap.take()
+                && hole
+            {
+                match kind {
+                    Gap::Idle => t.idle_us -= gap,
+                    Gap::Pause => {
+                        t.server_pause_us -= gap;
+                        t.server_pauses -= 1;
+                    }
+                    Gap::Uncounted => {}
+                }
+                t.stalls += 1;
+                t.stall_us += gap;
+            }
         }
     }
 
@@ -171,20 +280,36 @@ impl TransferTracker {
         // spread its segments over the RTT. (A 19 KB window over the emulator
         // arrived as a read every 3.3 ms, gaps too short to count as idle.)
         let window_full = t.max_window > 0 && bytes_per_rtt * 16 >= u64::from(t.max_window) * 10;
-        let limit = if share(t.blocked_us) >= CLIENT_READER_SHARE {
-            Limit::ClientReader
+        let moved = match (self.latest, t.start) {
+            (Some(now), Some(start)) => now.since(&start),
+            _ => LossCounters::default(),
+        };
+        let mut loss = Loss::from_transfer(&moved, t.stalls, t.stall_us, t.max_mss, base_rtt_us);
+        loss.rto_stalls = t.rto_stalls;
+        // The sender's window was what loss let it have: the throughput is at the Mathis bound.
+        let loss_binds = t.stalls >= MIN_LOSS_EVENTS
+            && loss.loss_limited_throughput.is_some_and(|b| LOSS_BOUND.contains(&(throughput as f64 / b as f64)));
+        // A window held it, and waiting for retransmissions cost it a share besides.
+        let loss_also = t.stalls >= MIN_LOSS_EVENTS && (loss_binds || share(t.stall_us) >= LOSS_STALL_SHARE);
+        let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));
+        let (limit, secondary) = if share(t.blocked_us) >= CLIENT_READER_SHARE {
+            (LinkLimit::ClientReader, None)
         } else if share(t.server_pause_us) >= SERVER_PAUSE_SHARE {
-            Limit::Server
+            (LinkLimit::Server, None)
         } else if window_full {
-            Limit::ReceiveWindow
+            also_loss(LinkLimit::ReceiveWindow)
+        } else if loss_binds {
+            (LinkLimit::Loss, None)
         } else if share(t.idle_us) >= WINDOW_IDLE_SHARE {
             // Bursts then silence: a window, ours (pinned at the ceiling) or the server's.
-            if at_rmem_ceiling { Limit::ReceiveWindow } else { Limit::Sender }
+            also_loss(if at_rmem_ceiling { LinkLimit::ReceiveWindow } else { LinkLimit::Sender })
         } else {
-            Limit::Link
+            (LinkLimit::Link, None)
         };
         Some(Measurement {
             limit,
+            secondary,
+            loss,
             bytes,
             duration_us,
             throughput,
@@ -213,7 +338,9 @@ impl TransferTracker {
             return None;
         }
         Some(Measurement {
-            limit: Limit::Latency,
+            limit: LinkLimit::Latency,
+            secondary: None,
+            loss: Loss::default(),
             bytes: 0,
             duration_us: s.time_us,
             throughput: 0,

@@ -4,16 +4,17 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::expected::{Expected, HostCheck};
+use super::loss::Loss;
 use super::sysctl::Sysctls;
-use crate::report::fmt::{bytes, us};
-use crate::report::LinkReport;
+use crate::human::{bytes, count, counted, rate, us};
 
 /// The limits, named as reports and metrics name them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Limit {
+pub enum LinkLimit {
     /// The path's bandwidth (the good case).
     Link,
     /// Our side's receive window.
@@ -26,27 +27,48 @@ pub enum Limit {
     Latency,
     /// The server pauses with an empty pipe.
     Server,
+    /// Lost segments: the sender's window is what its loss rate allows (the Mathis bound).
+    Loss,
 }
 
-impl Limit {
-    pub const ALL: [Limit; 6] = [Limit::Link, Limit::ReceiveWindow, Limit::Sender, Limit::ClientReader, Limit::Latency, Limit::Server];
+impl LinkLimit {
+    pub const ALL: [LinkLimit; 7] = [
+        LinkLimit::Link,
+        LinkLimit::ReceiveWindow,
+        LinkLimit::Sender,
+        LinkLimit::ClientReader,
+        LinkLimit::Latency,
+        LinkLimit::Server,
+        LinkLimit::Loss,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Limit::Link => "link",
-            Limit::ReceiveWindow => "receive_window",
-            Limit::Sender => "sender",
-            Limit::ClientReader => "client_reader",
-            Limit::Latency => "latency",
-            Limit::Server => "server",
+            LinkLimit::Link => "link",
+            LinkLimit::ReceiveWindow => "receive_window",
+            LinkLimit::Sender => "sender",
+            LinkLimit::ClientReader => "client_reader",
+            LinkLimit::Latency => "latency",
+            LinkLimit::Server => "server",
+            LinkLimit::Loss => "loss",
         }
     }
 }
 
+impl std::fmt::Display for LinkLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What the relay measured about one transfer (or a run of small responses).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measurement {
-    pub limit: Limit,
+    pub limit: LinkLimit,
+    /// A second limit that bound at the same time (loss under a window limit).
+    pub secondary: Option<LinkLimit>,
+    /// What the transfer showed of loss, duplication and reordering.
+    pub loss: Loss,
     pub bytes: u64,
     pub duration_us: u64,
     /// Bytes per second.
@@ -68,11 +90,10 @@ pub struct Measurement {
 }
 
 /// A measurement with its connection, time and words.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LinkVerdict {
     pub conn_id: u64,
     pub at_us: u64,
-    #[serde(flatten)]
     pub measurement: Measurement,
     /// Fastest delivery seen on this upstream, or the configured bandwidth.
     pub path_bytes_per_second: Option<u64>,
@@ -87,7 +108,8 @@ const KEPT: usize = 100;
 #[derive(Debug)]
 pub struct Links {
     sysctls: Sysctls,
-    expected_bytes_per_second: Option<u64>,
+    expected: Expected,
+    host_check: HostCheck,
     fastest: u64,
     recent: VecDeque<LinkVerdict>,
     /// Transfers and their time, by limit, since start (metrics).
@@ -96,18 +118,15 @@ pub struct Links {
     pub rtt: crate::record::BucketHistogram,
 }
 
-fn mbps(bytes_per_second: u64) -> String {
-    format!("{:.1} MB/s", bytes_per_second as f64 / 1e6)
-}
-
 impl Links {
-    pub fn new(sysctls: Sysctls, expected_bps: Option<u64>) -> Links {
+    pub fn new(sysctls: Sysctls, expected: Expected) -> Links {
         Links {
             sysctls,
-            expected_bytes_per_second: expected_bps.map(|b| b / 8),
+            expected,
+            host_check: HostCheck::default(),
             fastest: 0,
             recent: VecDeque::new(),
-            totals: Limit::ALL.iter().map(|l| (l.name(), (0, 0))).collect(),
+            totals: LinkLimit::ALL.iter().map(|l| (l.name(), (0, 0))).collect(),
             rtt: crate::record::BucketHistogram::new(crate::record::SECONDS_BUCKETS),
         }
     }
@@ -118,35 +137,53 @@ impl Links {
 
     /// Words and fix for a measurement; remembers it.
     pub fn add(&mut self, conn_id: u64, at_us: u64, m: Measurement) -> &LinkVerdict {
-        if m.limit == Limit::Link {
-            self.fastest = self.fastest.max(m.throughput);
-        }
-        let path = self.expected_bytes_per_second.or((self.fastest > 0).then_some(self.fastest));
         let rtt = u64::from(m.base_rtt_us.max(1));
+        if m.limit == LinkLimit::Link {
+            self.fastest = self.fastest.max(m.throughput);
+            // The start-up check knew only the configured figures (often none): the path as
+            // measured is the one the host's ceilings must fit.
+            for problem in self.host_check.check(&self.sysctls, self.fastest * rtt / 1_000_000) {
+                tracing::warn!(measured_bps = self.fastest * 8, rtt_us = rtt, "{problem}");
+            }
+        }
+        let path = self.expected.bytes_per_second.or((self.fastest > 0).then_some(self.fastest));
         let bdp = path.map(|p| p * rtt / 1_000_000);
-        let (summary, fix) = self.words(&m, path, bdp);
+        let (mut summary, mut fix) = self.words(&m, path, bdp);
+        summary.push_str(&self.expected.words(&m));
+        if let Some((more, more_fix)) = loss_words(&m) {
+            summary.push_str(&more);
+            fix.push_str(&more_fix);
+        }
         let entry = self.totals.entry(m.limit.name()).or_default();
         entry.0 += 1;
         entry.1 += m.duration_us;
         if self.recent.len() >= KEPT {
             self.recent.pop_front();
         }
-        self.recent.push_back(LinkVerdict { conn_id, at_us, measurement: m, path_bytes_per_second: path, bdp, summary, fix });
+        self.recent.push_back(LinkVerdict {
+            conn_id,
+            at_us,
+            measurement: m,
+            path_bytes_per_second: path,
+            bdp,
+            summary,
+            fix,
+        });
         self.recent.back().expect("just pushed")
     }
 
     fn words(&self, m: &Measurement, path: Option<u64>, bdp: Option<u64>) -> (String, String) {
         let rtt = us(u64::from(m.base_rtt_us));
-        let moved = format!("{} in {} ({}) over a {rtt} RTT", bytes(m.bytes), us(m.duration_us), mbps(m.throughput));
+        let moved = format!("{} in {} ({}) over a {rtt} RTT", bytes(m.bytes), us(m.duration_us), rate(m.throughput));
         // Buffer sizes to recommend: twice the BDP, or 4 MiB when the path is unknown.
         let need = bdp.map_or(4 << 20, |b| (2 * b).max(64 << 10));
-        let path_words = path.map(|p| format!(" on a path that delivered {}", mbps(p))).unwrap_or_default();
+        let path_words = path.map(|p| format!(" on a path that delivered {}", rate(p))).unwrap_or_default();
         match m.limit {
-            Limit::Link => (
+            LinkLimit::Link => (
                 format!("{moved}: the path's bandwidth is the limit; {} in flight per round trip", bytes(m.bytes_per_rtt)),
                 "Nothing to tune at either end: move less data (fewer columns or rows, compression) or move closer.".to_owned(),
             ),
-            Limit::ReceiveWindow => {
+            LinkLimit::ReceiveWindow => {
                 let ceiling = self.sysctls.tcp_rmem.map(|[_, _, max]| format!(" (net.ipv4.tcp_rmem max here is {max})")).unwrap_or_default();
                 (
                     format!(
@@ -159,7 +196,7 @@ impl Links {
                     ),
                 )
             }
-            Limit::Sender => (
+            LinkLimit::Sender => (
                 format!(
                     "{moved}: the server sends at most {} per {rtt} RTT{path_words}, while rttscope advertised {}",
                     bytes(m.bytes_per_rtt),
@@ -169,7 +206,7 @@ impl Links {
                     "The server's send buffer is pinned: remove its SO_SNDBUF setting (or the driver/server option that sets it), or raise net.core.wmem_max and net.ipv4.tcp_wmem max on the server to at least {need} bytes (2 × the bandwidth-delay product)."
                 ),
             ),
-            Limit::ClientReader => (
+            LinkLimit::ClientReader => (
                 format!(
                     "{moved}: the application read slowly; rttscope's buffer was full and it stopped reading the server for {} ({:.0}% of the transfer), closing the server's window",
                     us(m.held_off_us),
@@ -177,14 +214,39 @@ impl Links {
                 ),
                 "Read results as they arrive (stream them) instead of processing row by row between reads, or give the application more CPU; nothing on the network will help.".to_owned(),
             ),
-            Limit::Server => (
-                format!("{moved}: the server paused {} times for {} in all with nothing in flight", m.server_pauses, us(m.server_pause_us)),
+            LinkLimit::Server => (
+                format!(
+                    "{moved}: the server paused {} for {} in all with nothing in flight",
+                    counted(u64::from(m.server_pauses), "time", "times"),
+                    us(m.server_pause_us)
+                ),
                 "The server produces this result slowly: check the query plan, locks and I/O on the server; the link is idle meanwhile.".to_owned(),
             ),
-            Limit::Latency => (
+            LinkLimit::Loss => {
+                let l = &m.loss;
+                (
+                    format!(
+                        "{moved}: loss is the limit: {} recovery stalls ({} in all) in {} segments received, a loss rate of {:.2}%; \
+                         a TCP losing that much with {} segments at that RTT carries at most {} (the Mathis bound, MSS / RTT × 1.22 / √p), \
+                         and this one carried {}",
+                        l.recovery_stalls,
+                        us(l.recovery_stall_us),
+                        count(l.segments_in),
+                        100.0 * l.loss_rate,
+                        bytes(u64::from(l.mss)),
+                        rate(l.loss_limited_throughput.unwrap_or(0)),
+                        rate(m.throughput)
+                    ),
+                    "Packets are lost between rttscope and the server: bigger buffers will not help (the sender's window is what loss leaves it). \
+                     Look for drops on the path: interface errors and drops on both hosts (ip -s link), a policer or an overflowing queue, a bad cable or radio link; \
+                     a sender with BBR congestion control (net.ipv4.tcp_congestion_control=bbr on the server) loses less to random loss."
+                        .to_owned(),
+                )
+            }
+            LinkLimit::Latency => (
                 format!(
-                    "{} small round trips took {} at a {rtt} RTT: round trips, not bytes, are the cost",
-                    m.round_trips,
+                    "{} took {} at a {rtt} RTT: round trips, not bytes, are the cost",
+                    counted(m.round_trips, "small round trip", "small round trips"),
                     us(m.duration_us)
                 ),
                 "Fewer round trips: batch statements, fetch related rows with JOINs or IN lists, move the database closer (see the findings for which statements).".to_owned(),
@@ -193,21 +255,92 @@ impl Links {
     }
 
     /// The recent verdicts, newest last.
-    pub fn report(&self) -> Vec<LinkReport> {
-        self.recent
-            .iter()
-            .map(|v| {
-                let mut detail = match serde_json::to_value(v) {
-                    Ok(serde_json::Value::Object(map)) => map,
-                    _ => serde_json::Map::new(),
-                };
-                let limit = detail.remove("limit").and_then(|l| l.as_str().map(str::to_owned)).unwrap_or_default();
-                LinkReport { limit, detail }
-            })
-            .collect()
+    pub fn recent(&self) -> impl Iterator<Item = &LinkVerdict> {
+        self.recent.iter()
     }
 
     pub fn reset(&mut self) {
         self.recent.clear();
+    }
+}
+
+/// What a verdict adds about loss it did not name as the limit: a second limit beside a
+/// window, or — when it cost nothing — holes, reordering and duplicates seen and harmless.
+fn loss_words(m: &Measurement) -> Option<(String, String)> {
+    let l = &m.loss;
+    if m.limit == LinkLimit::Loss || m.limit == LinkLimit::Latency {
+        return None;
+    }
+    if m.secondary == Some(LinkLimit::Loss) {
+        return Some((
+            format!(
+                "; loss bound it too: {} recovery stalls ({} of them retransmission timeouts) took {} ({:.0}% of the transfer) at a loss rate of {:.2}% (Mathis bound {})",
+                l.recovery_stalls,
+                l.rto_stalls,
+                us(l.recovery_stall_us),
+                100.0 * l.recovery_stall_us as f64 / m.duration_us.max(1) as f64,
+                100.0 * l.loss_rate,
+                rate(l.loss_limited_throughput.unwrap_or(0))
+            ),
+            " Then the loss: find where packets are dropped on the path; with a small window each loss costs a round trip or a retransmission timeout of nothing delivered.".to_owned(),
+        ));
+    }
+    let mut seen = Vec::new();
+    if l.out_of_order > 0 {
+        seen.push(format!(
+            "{} segments arrived out of order ({} holes filled in {})",
+            count(l.out_of_order),
+            l.recovery_stalls,
+            us(l.recovery_stall_us)
+        ));
+    }
+    if l.duplicates > 0 {
+        seen.push(format!("about {} arrived twice", count(l.duplicates)));
+    }
+    if l.retransmitted > 0 || l.dsack_dups > 0 || l.reord_seen > 0 {
+        seen.push(format!(
+            "rttscope resent {} segments, the server saw {} of them twice and {} reordered",
+            l.retransmitted, l.dsack_dups, l.reord_seen
+        ));
+    }
+    if seen.is_empty() {
+        return None;
+    }
+    Some((format!("; {}: harmless, they did not limit this transfer", seen.join(", ")), String::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measurement(limit: LinkLimit) -> Measurement {
+        Measurement {
+            limit,
+            secondary: None,
+            loss: Default::default(),
+            bytes: 1 << 20,
+            duration_us: 100_000,
+            throughput: 10_485_760,
+            rtt_us: 1_000,
+            base_rtt_us: 1_000,
+            bytes_per_rtt: 10_485,
+            advertised_window: 1 << 20,
+            receive_buffer: 2 << 20,
+            idle_us: 0,
+            held_off_us: 0,
+            server_pauses: 1,
+            server_pause_us: 50_000,
+            samples: 100,
+            round_trips: 1,
+        }
+    }
+
+    #[test]
+    fn counts_of_one_are_said_in_the_singular() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        let server = links.add(1, 0, measurement(LinkLimit::Server)).summary.clone();
+        assert!(server.contains("the server paused 1 time for 50.00 ms"), "{server}");
+        let latency = links.add(1, 0, measurement(LinkLimit::Latency)).summary.clone();
+        assert!(latency.starts_with("1 small round trip took 100.00 ms"), "{latency}");
     }
 }

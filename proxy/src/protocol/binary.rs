@@ -34,7 +34,10 @@ pub const UNSIGNED_FLAG: u16 = 0x20;
 pub enum Param<'a> {
     Null,
     /// An integer, already in decimal text form (`buf` holds the digits).
-    Int { buf: [u8; 20], len: u8 },
+    Int {
+        buf: [u8; 20],
+        len: u8,
+    },
     /// Strings, decimals, blobs, JSON: the bytes as sent.
     Bytes(&'a [u8]),
     /// Floats, dates, times: not compared with SQL literals.
@@ -125,9 +128,25 @@ pub fn read_value(ty: u8, unsigned: bool, buf: &[u8]) -> Option<(Param<'_>, &[u8
 /// this one sends new ones (the "new params bound" flag). Stops quietly at
 /// the first thing it cannot read: parameters are observations, never a
 /// reason to fail a connection.
-pub fn execute_params<'a>(payload: &'a [u8], count: usize, types: &mut Vec<(u8, u8)>, mut each: impl FnMut(Param<'a>)) {
+pub fn execute_params<'a>(
+    payload: &'a [u8],
+    count: usize,
+    types: &mut Vec<(u8, u8)>,
+    query_attributes: bool,
+    mut each: impl FnMut(Param<'a>),
+) {
     // statement id (4), flags (1), iteration count (4)
     let Some(rest) = payload.get(9..) else { return };
+    // With query attributes, a flag says the parameter count follows: the statement's
+    // parameters, then the attributes, each type followed by its name.
+    let flags = payload.get(4).copied().unwrap_or(0);
+    let (count, rest) = if query_attributes && flags & PARAMETER_COUNT_AVAILABLE != 0 {
+        let Some((n, width)) = lenenc_int(rest) else { return };
+        let Ok(n) = usize::try_from(n) else { return };
+        (n.max(count), &rest[width..])
+    } else {
+        (count, rest)
+    };
     if count == 0 {
         return;
     }
@@ -135,10 +154,19 @@ pub fn execute_params<'a>(payload: &'a [u8], count: usize, types: &mut Vec<(u8, 
     let Some((bitmap, rest)) = split(rest, bitmap_len) else { return };
     let Some((&new_bound, mut rest)) = rest.split_first() else { return };
     if new_bound == 1 {
-        let Some((sent, after)) = split(rest, 2 * count) else { return };
         types.clear();
-        types.extend(sent.chunks_exact(2).map(|t| (t[0], t[1])));
-        rest = after;
+        if query_attributes {
+            for _ in 0..count {
+                let Some((t, after)) = split(rest, 2) else { return };
+                let Some(after) = skip_lenenc_string(after) else { return };
+                types.push((t[0], t[1]));
+                rest = after;
+            }
+        } else {
+            let Some((sent, after)) = split(rest, 2 * count) else { return };
+            types.extend(sent.chunks_exact(2).map(|t| (t[0], t[1])));
+            rest = after;
+        }
     }
     if types.len() != count {
         return;
@@ -192,6 +220,70 @@ pub fn text_row<'a>(row: &'a [u8], max: usize, mut each: impl FnMut(Param<'a>)) 
     }
 }
 
+/// `COM_STMT_EXECUTE` flag (with query attributes): the parameter count is sent.
+const PARAMETER_COUNT_AVAILABLE: u8 = 0x08;
+
+/// The rest after a length-encoded string.
+fn skip_lenenc_string(buf: &[u8]) -> Option<&[u8]> {
+    let (n, width) = lenenc_int(buf)?;
+    split(buf.get(width..)?, usize::try_from(n).ok()?).map(|(_, rest)| rest)
+}
+
+/// A length-encoded string and the rest.
+fn lenenc_string(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (n, width) = lenenc_int(buf)?;
+    split(buf.get(width..)?, usize::try_from(n).ok()?)
+}
+
+/// A `COM_QUERY` payload (command byte excluded) sent with `CLIENT_QUERY_ATTRIBUTES`:
+/// the attributes before the SQL.
+pub struct QueryAttributes<'a> {
+    /// `(name, value)`, in order; a NULL or non-string value has no bytes.
+    pub attributes: Vec<(&'a [u8], Option<&'a [u8]>)>,
+    /// The statement's text.
+    pub sql: &'a [u8],
+}
+
+/// Reads a `COM_QUERY` payload with query attributes: `None` when it does not parse.
+pub fn query_attributes(payload: &[u8]) -> Option<QueryAttributes<'_>> {
+    let (count, width) = lenenc_int(payload)?;
+    let rest = payload.get(width..)?;
+    // The parameter set count, always 1.
+    let (_, width) = lenenc_int(rest)?;
+    let mut rest = rest.get(width..)?;
+    let count = usize::try_from(count).ok()?;
+    let mut attributes = Vec::new();
+    if count > 0 {
+        let (bitmap, after) = split(rest, count.div_ceil(8))?;
+        let (&new_bound, after) = after.split_first()?;
+        if new_bound != 1 {
+            return None;
+        }
+        rest = after;
+        let mut names = Vec::with_capacity(count.min(64));
+        for _ in 0..count {
+            let (t, after) = split(rest, 2)?;
+            let (name, after) = lenenc_string(after)?;
+            names.push((t[0], t[1], name));
+            rest = after;
+        }
+        for (i, (ty, flags, name)) in names.into_iter().enumerate() {
+            if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+                attributes.push((name, None));
+                continue;
+            }
+            let (value, after) = read_value(ty, flags & UNSIGNED != 0, rest)?;
+            let bytes = match value {
+                Param::Bytes(b) => Some(b),
+                _ => None,
+            };
+            attributes.push((name, bytes));
+            rest = after;
+        }
+    }
+    Some(QueryAttributes { attributes, sql: rest })
+}
+
 fn split(buf: &[u8], n: usize) -> Option<(&[u8], &[u8])> {
     (buf.len() >= n).then(|| buf.split_at(n))
 }
@@ -202,8 +294,50 @@ mod tests {
 
     fn collect(payload: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> Vec<Option<Vec<u8>>> {
         let mut out = Vec::new();
-        execute_params(payload, count, types, |p| out.push(p.canonical().map(<[u8]>::to_vec)));
+        execute_params(payload, count, types, false, |p| out.push(p.canonical().map(<[u8]>::to_vec)));
         out
+    }
+
+    /// A traceparent as OpenTelemetry's MySQL instrumentations send it.
+    const TRACEPARENT: &[u8] = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    #[test]
+    fn a_query_with_attributes_as_mysql_8_sends_it() {
+        // 2 attributes, 1 set; no NULLs; new types: VAR_STRING "traceparent", LONG "n";
+        // then their values; then the SQL (MySQL's COM_QUERY with CLIENT_QUERY_ATTRIBUTES).
+        let mut p = vec![2, 1, 0b0000_0000, 1];
+        p.extend_from_slice(&[0xfd, 0, 11]);
+        p.extend_from_slice(b"traceparent");
+        p.extend_from_slice(&[MYSQL_TYPE_LONG, 0, 1, b'n']);
+        p.push(TRACEPARENT.len() as u8);
+        p.extend_from_slice(TRACEPARENT);
+        p.extend_from_slice(&7u32.to_le_bytes());
+        p.extend_from_slice(b"SELECT 1");
+        let q = query_attributes(&p).expect("parses");
+        assert_eq!(q.sql, b"SELECT 1");
+        assert_eq!(q.attributes, vec![(&b"traceparent"[..], Some(TRACEPARENT)), (&b"n"[..], None)]);
+        // No attributes: two zero counts, then the SQL.
+        let q = query_attributes(b"\x00\x01SELECT 2").expect("parses");
+        assert_eq!((q.attributes.len(), q.sql), (0, &b"SELECT 2"[..]));
+        // Truncated anywhere: None, never a panic.
+        for len in 0..p.len() - 8 {
+            assert!(query_attributes(&p[..len]).is_none_or(|q| q.sql.is_empty() || len >= p.len() - 8), "{len}");
+        }
+    }
+
+    #[test]
+    fn an_execute_with_attributes_names_every_parameter() {
+        // stmt 1, flags PARAMETER_COUNT_AVAILABLE, 1 iteration; 2 parameters (the
+        // statement's one and an attribute); no NULLs; new types with names.
+        let mut p = vec![1, 0, 0, 0, PARAMETER_COUNT_AVAILABLE, 1, 0, 0, 0, 2, 0, 1];
+        p.extend_from_slice(&[MYSQL_TYPE_LONGLONG, 0, 0]);
+        p.extend_from_slice(&[0xfd, 0, 2, b'a', b't']);
+        p.extend_from_slice(&10001i64.to_le_bytes());
+        p.extend_from_slice(&[2, b'x', b'y']);
+        let mut types = Vec::new();
+        let mut out = Vec::new();
+        execute_params(&p, 1, &mut types, true, |v| out.push(v.canonical().map(<[u8]>::to_vec)));
+        assert_eq!(out, vec![Some(b"10001".to_vec()), Some(b"xy".to_vec())]);
     }
 
     #[test]

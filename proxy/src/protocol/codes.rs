@@ -14,3 +14,11 @@ pub const TOO_MANY_CONNECTIONS: u16 = 1040;
 pub const HANDSHAKE_ERROR: u16 = 1043;
 /// A pre-4.1 client (`ER_NOT_SUPPORTED_AUTH_MODE`).
 pub const NOT_SUPPORTED_AUTH_MODE: u16 = 1251;
+/// A statement that ran out of time (`ER_STATEMENT_TIMEOUT`, MariaDB's max_statement_time).
+pub const STATEMENT_TIMEOUT: u16 = 1969;
+/// A login that needs TLS on a connection without it (`ER_SECURE_TRANSPORT_REQUIRED`).
+pub const SECURE_TRANSPORT_REQUIRED: u16 = 3159;
+/// The long hop died under a connection: nothing acknowledged within `relay.user_timeout`
+/// (`ER_NET_READ_INTERRUPTED`, "Got timeout reading communication packets"), SQL state
+/// 08S01, the server's own word for a connection that timed out on the network.
+pub const NET_READ_INTERRUPTED: u16 = 1159;

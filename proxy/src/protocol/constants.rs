@@ -30,19 +30,15 @@ pub mod capability {
     pub const MARIADB_CLIENT_CACHE_METADATA: u64 = 1 << 36;
     pub const MARIADB_CLIENT_BULK_UNIT_RESULTS: u64 = 1 << 37;
 
-    /// What rttscope cannot carry yet, cleared from both handshakes so that
-    /// clients fall back cleanly: TLS and compression change the framing of
-    /// every packet after the handshake; query attributes, optional metadata,
-    /// COM_MULTI and bulk operations change the shape of commands or responses
-    /// that the state machine tracks.
-    pub const MASKED: u64 = CLIENT_SSL
-        | CLIENT_COMPRESS
-        | CLIENT_ZSTD_COMPRESSION_ALGORITHM
-        | CLIENT_QUERY_ATTRIBUTES
-        | CLIENT_OPTIONAL_RESULTSET_METADATA
-        | MARIADB_CLIENT_COM_MULTI
-        | MARIADB_CLIENT_STMT_BULK_OPERATIONS
-        | MARIADB_CLIENT_BULK_UNIT_RESULTS;
+    /// What rttscope does not carry: cleared from both handshakes, so clients do
+    /// without it. COM_MULTI (MariaDB 10.2's batch of commands in one packet) changes
+    /// the shape of commands and responses; no client library sends it and MariaDB
+    /// 10.6+ servers no longer offer it.
+    pub const MASKED: u64 = MARIADB_CLIENT_COM_MULTI;
+
+    /// What each leg negotiates on its own: TLS and compression are between rttscope
+    /// and each peer, and change nothing in the packets the state machine reads.
+    pub const PER_LEG: u64 = CLIENT_SSL | CLIENT_COMPRESS | CLIENT_ZSTD_COMPRESSION_ALGORITHM;
 }
 
 /// Server status flags carried by OK and EOF packets.
@@ -50,6 +46,8 @@ pub mod status {
     pub const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
     pub const SERVER_STATUS_CURSOR_EXISTS: u16 = 0x0040;
     pub const SERVER_STATUS_LAST_ROW_SENT: u16 = 0x0080;
+    /// The session's `sql_mode` has `NO_BACKSLASH_ESCAPES`: a backslash in a string is literal.
+    pub const SERVER_STATUS_NO_BACKSLASH_ESCAPES: u16 = 0x0200;
 }
 
 /// Command bytes (the first payload byte of a client command packet).
@@ -86,8 +84,8 @@ pub mod command {
     pub const COM_DAEMON: u8 = 0x1d;
     pub const COM_BINLOG_DUMP_GTID: u8 = 0x1e;
     pub const COM_RESET_CONNECTION: u8 = 0x1f;
-    /// MariaDB's bulk execute; only sent when STMT_BULK_OPERATIONS was
-    /// negotiated, which rttscope masks.
+    /// MariaDB's bulk execute: one statement with many rows of parameters, one
+    /// round trip (sent when `MARIADB_CLIENT_STMT_BULK_OPERATIONS` was negotiated).
     pub const COM_STMT_BULK_EXECUTE: u8 = 0xfa;
 
     /// The name the manual gives a command byte, for logs, records and metrics.

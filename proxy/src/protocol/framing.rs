@@ -9,7 +9,6 @@
 //! `end`, so a 1 GB result or a 20 MiB row passes through in constant memory.
 
 use super::constants::MAX_PAYLOAD_LEN;
-use super::error::DecodeError;
 
 /// How many leading payload bytes [`FrameSink::start`] sees. Enough for every
 /// fixed-layout field the state machine reads (OK: 23 bytes at most; a
@@ -23,12 +22,41 @@ pub trait FrameSink {
     /// A logical packet begins: its first sequence id, the length of its
     /// first physical packet, and its first `min(len, PREFIX_LEN)` bytes.
     /// Returns whether the rest of the payload should be passed to `body`.
-    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> Result<bool, DecodeError>;
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> bool;
     /// Payload bytes after the prefix, in order, across continuation packets.
     fn body(&mut self, bytes: &[u8]);
     /// The logical packet is complete: the sequence id of its last physical
     /// packet, its total payload length and how many physical packets carried it.
-    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) -> Result<(), DecodeError>;
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32);
+    /// The sequence id a physical packet should carry instead of `seq` (a continuation
+    /// if `continuation`), asked as its header completes; only [`PacketScanner::scan_mut`]
+    /// writes the answer into the stream. By default, `seq` itself.
+    fn renumber(&mut self, seq: u8, _continuation: bool) -> u8 {
+        seq
+    }
+}
+
+/// A chunk the scanner walks: read-only, or writable so sequence ids can be renumbered.
+trait Chunk {
+    fn bytes(&self) -> &[u8];
+    /// Writes a packet's sequence id at `at`.
+    fn set_seq(&mut self, at: usize, seq: u8);
+}
+
+impl Chunk for &[u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn set_seq(&mut self, _at: usize, _seq: u8) {}
+}
+
+impl Chunk for &mut [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+    fn set_seq(&mut self, at: usize, seq: u8) {
+        self[at] = seq;
+    }
 }
 
 #[derive(Debug, Default)]
@@ -73,41 +101,54 @@ impl PacketScanner {
     }
 
     /// Feeds the next chunk of the stream.
-    pub fn scan<S: FrameSink>(&mut self, mut chunk: &[u8], sink: &mut S) -> Result<(), DecodeError> {
-        while !chunk.is_empty() {
+    pub fn scan<S: FrameSink>(&mut self, chunk: &[u8], sink: &mut S) {
+        self.walk(chunk, sink);
+    }
+
+    /// Like [`scan`](Self::scan), and writes into `chunk` the sequence ids
+    /// [`FrameSink::renumber`] gives: a header's id byte is always in the chunk that
+    /// completes the header, so nothing already passed on needs changing.
+    pub fn scan_mut<S: FrameSink>(&mut self, chunk: &mut [u8], sink: &mut S) {
+        self.walk(chunk, sink);
+    }
+
+    fn walk<C: Chunk, S: FrameSink>(&mut self, mut chunk: C, sink: &mut S) {
+        let len = chunk.bytes().len();
+        let mut at = 0;
+        while at < len {
             if !self.in_payload {
-                let take = (4 - self.header_have as usize).min(chunk.len());
-                let at = self.header_have as usize;
-                self.header[at..at + take].copy_from_slice(&chunk[..take]);
+                let take = (4 - self.header_have as usize).min(len - at);
+                let have = self.header_have as usize;
+                self.header[have..have + take].copy_from_slice(&chunk.bytes()[at..at + take]);
                 self.header_have += take as u8;
-                chunk = &chunk[take..];
+                at += take;
                 if self.header_have == 4 {
                     self.header_have = 0;
-                    self.begin_packet(sink)?;
+                    let seq = sink.renumber(self.header[3], self.continuation);
+                    if seq != self.header[3] {
+                        self.header[3] = seq;
+                        chunk.set_seq(at - 1, seq);
+                    }
+                    self.begin_packet(sink);
                 }
                 continue;
             }
-            let take = self.remaining.min(chunk.len());
-            let (bytes, rest) = chunk.split_at(take);
-            chunk = rest;
+            let take = self.remaining.min(len - at);
             self.remaining -= take;
-            self.payload(bytes, sink)?;
+            self.payload(&chunk.bytes()[at..at + take], sink);
+            at += take;
             if self.remaining == 0 {
-                self.finish_packet(sink)?;
+                self.finish_packet(sink);
             }
         }
-        Ok(())
     }
 
-    fn begin_packet<S: FrameSink>(&mut self, sink: &mut S) -> Result<(), DecodeError> {
+    fn begin_packet<S: FrameSink>(&mut self, sink: &mut S) {
         let len = u32::from_le_bytes([self.header[0], self.header[1], self.header[2], 0]) as usize;
         let seq = self.header[3];
-        if self.continuation {
-            let expected = self.last_seq.wrapping_add(1);
-            if seq != expected {
-                return Err(DecodeError::ContinuationOutOfOrder { expected, got: seq });
-            }
-        } else {
+        // A continuation's sequence id is not checked: lengths alone frame the
+        // stream, and the peer that reads it judges the ids (the relay forwards).
+        if !self.continuation {
             self.total_len = 0;
             self.packets = 0;
             self.prefix.have = 0;
@@ -121,20 +162,19 @@ impl PacketScanner {
         self.full = len == MAX_PAYLOAD_LEN;
         self.in_payload = true;
         if !self.continuation && self.prefix.need == 0 {
-            self.want_body = sink.start(seq, len, &[])?;
+            self.want_body = sink.start(seq, len, &[]);
         }
         if len == 0 {
-            self.finish_packet(sink)?;
+            self.finish_packet(sink);
         }
-        Ok(())
     }
 
-    fn payload<S: FrameSink>(&mut self, bytes: &[u8], sink: &mut S) -> Result<(), DecodeError> {
+    fn payload<S: FrameSink>(&mut self, bytes: &[u8], sink: &mut S) {
         if self.continuation || self.prefix.have >= self.prefix.need {
             if self.want_body {
                 sink.body(bytes);
             }
-            return Ok(());
+            return;
         }
         // The prefix comes from the first physical packet, whose length is
         // still the whole of `total_len`.
@@ -143,7 +183,7 @@ impl PacketScanner {
         let rest = if self.prefix.have == 0 && bytes.len() >= missing {
             // The common case: the whole prefix is in this chunk; lend it, don't copy.
             self.prefix.have = self.prefix.need;
-            self.want_body = sink.start(self.last_seq, len, &bytes[..missing])?;
+            self.want_body = sink.start(self.last_seq, len, &bytes[..missing]);
             &bytes[missing..]
         } else {
             let take = missing.min(bytes.len());
@@ -151,26 +191,25 @@ impl PacketScanner {
             self.prefix.buf[at..at + take].copy_from_slice(&bytes[..take]);
             self.prefix.have += take;
             if self.prefix.have < self.prefix.need {
-                return Ok(());
+                return;
             }
-            self.want_body = sink.start(self.last_seq, len, &self.prefix.buf[..self.prefix.need])?;
+            self.want_body = sink.start(self.last_seq, len, &self.prefix.buf[..self.prefix.need]);
             &bytes[take..]
         };
         if self.want_body && !rest.is_empty() {
             sink.body(rest);
         }
-        Ok(())
     }
 
-    fn finish_packet<S: FrameSink>(&mut self, sink: &mut S) -> Result<(), DecodeError> {
+    fn finish_packet<S: FrameSink>(&mut self, sink: &mut S) {
         self.in_payload = false;
         if self.full {
             self.continuation = true;
-            return Ok(());
+            return;
         }
         self.continuation = false;
         self.want_body = false;
-        sink.end(self.last_seq, self.total_len, self.packets)
+        sink.end(self.last_seq, self.total_len, self.packets);
     }
 }
 

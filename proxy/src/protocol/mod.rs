@@ -8,14 +8,18 @@
 
 pub mod binary;
 pub mod codes;
+pub mod compress;
 pub mod constants;
 pub mod error;
 pub mod framing;
 pub mod handshake;
 pub mod packets;
+pub mod peer;
 pub mod session;
-pub mod wire;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 
-pub use error::{DecodeError, Peer};
+pub use error::DecodeError;
 pub use framing::{FrameSink, PacketScanner};
-pub use session::{ColumnOf, CommandPacket, NoObserver, Observer, Session, Summary};
+pub use peer::{Direction, Peer};
+pub use session::{ColumnOf, CommandPacket, Identity, NoObserver, Observer, Session, Summary};

@@ -1,7 +1,7 @@
 //! The generic response packets (OK, EOF, ERR) read from a payload prefix,
 //! length-encoded integers, and the ERR packets rttscope itself sends.
 
-use super::constants::{header, MAX_PAYLOAD_LEN};
+use super::constants::{MAX_PAYLOAD_LEN, header};
 use super::framing;
 
 /// Reads a length-encoded integer; returns the value and the bytes it took.

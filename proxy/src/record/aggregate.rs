@@ -5,14 +5,14 @@
 //! more than 2 × max entries).
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::latency::Latency;
-use super::{CommandMetrics, CommandRecord, Event, LiveConnection};
+use super::{CommandMetrics, CommandRecord, Compressibility, Event, PayloadSample};
 use crate::fingerprint::{FingerprintId, StatementKind};
+use crate::live::Legs;
 use crate::protocol::constants::command::*;
 
 /// The id of the entry unlisted statements fold into.
@@ -39,6 +39,13 @@ pub struct QueryStats {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub max_down: u64,
+    /// Bytes on the long hop's wire (compressed when it is).
+    pub wire_up: u64,
+    pub wire_down: u64,
+    /// Slices of its results compressed, while the long hop was not compressed.
+    pub compressibility: Compressibility,
+    /// Commands whose response the state machine lost its place in.
+    pub unparsed: u64,
     pub first_seen_us: u64,
     pub last_seen_us: u64,
     /// For the `other` entry: how many statement classes were folded into it.
@@ -47,6 +54,8 @@ pub struct QueryStats {
     pub example: Option<Box<str>>,
     /// Of the latency sum, what an emulated link added, µs.
     pub injected_us: u64,
+    /// Latencies of the executions that waited for a retransmission.
+    pub retransmission_waits: Latency,
 }
 
 impl QueryStats {
@@ -66,11 +75,16 @@ impl QueryStats {
             bytes_up: 0,
             bytes_down: 0,
             max_down: 0,
+            wire_up: 0,
+            wire_down: 0,
+            compressibility: Compressibility::default(),
+            unparsed: 0,
             first_seen_us: at_us,
             last_seen_us: at_us,
             folded: 0,
             example: None,
             injected_us: 0,
+            retransmission_waits: Latency::new(),
         }
     }
 
@@ -88,20 +102,37 @@ impl QueryStats {
             self.first_byte.record(us);
         }
         self.latency.record(r.latency_us());
+        if r.retransmission_wait {
+            self.retransmission_waits.record(r.latency_us());
+        }
         self.rows_sum += r.rows;
         self.rows_max = self.rows_max.max(r.rows);
         self.bytes_up += r.bytes_up;
         self.bytes_down += r.bytes_down;
         self.max_down = self.max_down.max(r.bytes_down);
+        let (wire_up, wire_down) = r.wire();
+        self.wire_up += wire_up;
+        self.wire_down += wire_down;
+        if let Some(PayloadSample::Measured(m)) = &r.payload_sample {
+            self.compressibility.add(m);
+        }
+        self.unparsed += u64::from(r.unparsed);
         self.first_seen_us = self.first_seen_us.min(r.request_us);
         self.last_seen_us = self.last_seen_us.max(r.last_byte_us);
-        self.injected_us += r.injected_us;
+        self.injected_us += r.injected_within_latency();
         if self.example.is_none() {
             self.example.clone_from(&r.example);
         }
     }
 
+    /// Folds `other`, another statement class, into this one (the `other` entry).
     fn merge(&mut self, other: &QueryStats) {
+        self.absorb(other);
+        self.folded += other.folded.max(1);
+    }
+
+    /// Adds `other`'s counts, sums and distributions to this one's.
+    fn absorb(&mut self, other: &QueryStats) {
         self.count += other.count;
         for &(c, n) in &other.commands {
             match self.commands.iter_mut().find(|(mine, _)| *mine == c) {
@@ -113,15 +144,19 @@ impl QueryStats {
         self.round_trips += other.round_trips;
         self.first_byte.merge(&other.first_byte);
         self.latency.merge(&other.latency);
+        self.retransmission_waits.merge(&other.retransmission_waits);
         self.rows_sum += other.rows_sum;
         self.rows_max = self.rows_max.max(other.rows_max);
         self.bytes_up += other.bytes_up;
         self.bytes_down += other.bytes_down;
+        self.wire_up += other.wire_up;
+        self.wire_down += other.wire_down;
+        self.compressibility.add(&other.compressibility);
+        self.unparsed += other.unparsed;
         self.max_down = self.max_down.max(other.max_down);
         self.first_seen_us = self.first_seen_us.min(other.first_seen_us);
         self.last_seen_us = self.last_seen_us.max(other.last_seen_us);
         self.injected_us += other.injected_us;
-        self.folded += other.folded.max(1);
     }
 }
 
@@ -135,7 +170,9 @@ pub fn counts_as_execution(command: u8) -> bool {
 #[derive(Clone, Debug)]
 pub struct ConnectionStats {
     pub id: u64,
-    pub client: SocketAddr,
+    pub client: Arc<str>,
+    /// How each leg is carried, and the client library.
+    pub legs: Legs,
     pub user: Arc<str>,
     pub schema: Option<Arc<str>>,
     pub opened_us: u64,
@@ -146,10 +183,14 @@ pub struct ConnectionStats {
     pub latency: Latency,
     pub bytes_up: u64,
     pub bytes_down: u64,
+    /// Bytes on the long hop's wire (compressed when it is).
+    pub wire_up: u64,
+    pub wire_down: u64,
     pub rows: u64,
     /// The upstream's base RTT as last measured, µs (0: unknown).
     pub rtt_us: u32,
-    pub live: Option<Arc<LiveConnection>>,
+    /// Of the latency sum, what an emulated link added, µs.
+    pub injected_us: u64,
 }
 
 /// Everything recorded since start (or the last reset); the report's
@@ -172,6 +213,15 @@ pub struct Totals {
     /// Of `time_us`, what an emulated link added (0 without injection).
     #[serde(default)]
     pub injected_us: u64,
+    /// Bytes on the long hop's wire, up and down: compressed when it is, else the
+    /// same as `bytes_up` / `bytes_down`.
+    #[serde(default)]
+    pub wire_up: u64,
+    #[serde(default)]
+    pub wire_down: u64,
+    /// Commands whose response the state machine could not follow (forwarded anyway).
+    #[serde(default)]
+    pub unparsed: u64,
 }
 
 #[derive(Debug)]
@@ -188,6 +238,9 @@ pub struct Aggregates {
     pub metrics: CommandMetrics,
     /// The upstream's base RTT as last measured on any connection, µs.
     pub rtt_us: u32,
+    /// Whether commands also go to `metrics`: not in a rolling window's slots, which
+    /// Prometheus never reads.
+    metered: bool,
 }
 
 impl Aggregates {
@@ -202,18 +255,26 @@ impl Aggregates {
             since_us,
             metrics: CommandMetrics::default(),
             rtt_us: 0,
+            metered: true,
         }
+    }
+
+    /// Aggregates that keep no Prometheus metrics: a rolling window's slot, or a window
+    /// merged from slots.
+    pub fn unmetered(max_fingerprints: usize, since_us: u64) -> Aggregates {
+        Aggregates { metered: false, metrics: CommandMetrics::new(0), ..Aggregates::new(max_fingerprints, since_us) }
     }
 
     pub fn apply(&mut self, event: &Event) {
         match event {
-            Event::Connected { conn_id, client, user, schema, at_us, live } => {
+            Event::Connected { conn_id, client, legs, user, schema, at_us } => {
                 self.totals.connections += 1;
                 self.connections.insert(
                     *conn_id,
                     ConnectionStats {
                         id: *conn_id,
-                        client: *client,
+                        client: client.clone(),
+                        legs: legs.as_ref().clone(),
                         user: user.clone(),
                         schema: schema.clone(),
                         opened_us: *at_us,
@@ -224,26 +285,24 @@ impl Aggregates {
                         latency: Latency::new(),
                         bytes_up: 0,
                         bytes_down: 0,
+                        wire_up: 0,
+                        wire_down: 0,
                         rows: 0,
                         rtt_us: 0,
-                        live: Some(live.clone()),
+                        injected_us: 0,
                     },
                 );
             }
             Event::Command(r) => self.command(r),
-            Event::Schema { conn_id, schema, user } => {
+            Event::Identity { conn_id, user, schema } => {
                 if let Some(c) = self.connections.get_mut(conn_id) {
+                    c.user = user.clone();
                     c.schema = schema.clone();
-                    if let Some(user) = user {
-                        c.user = user.clone();
-                    }
                 }
             }
-            Event::Link { .. } => {}
             Event::Closed { conn_id, at_us } => {
                 if let Some(mut c) = self.connections.remove(conn_id) {
                     c.closed_us = Some(*at_us);
-                    c.live = None;
                     if self.closed.len() >= CLOSED_KEPT {
                         self.closed.pop_front();
                     }
@@ -254,16 +313,22 @@ impl Aggregates {
     }
 
     fn command(&mut self, r: &CommandRecord) {
-        self.metrics.record(r);
+        if self.metered {
+            self.metrics.record(r);
+        }
         let t = &mut self.totals;
         t.commands += 1;
         t.executions += u64::from(counts_as_execution(r.command));
         t.errors += u64::from(r.error.is_some());
         t.round_trips += u64::from(r.round_trips);
         t.time_us += r.latency_us();
-        t.injected_us += r.injected_us;
+        t.injected_us += r.injected_within_latency();
         t.bytes_up += r.bytes_up;
         t.bytes_down += r.bytes_down;
+        let (wire_up, wire_down) = r.wire();
+        t.wire_up += wire_up;
+        t.wire_down += wire_down;
+        t.unparsed += u64::from(r.unparsed);
         t.rows += r.rows;
         if let Some(c) = self.connections.get_mut(&r.conn_id) {
             c.commands += 1;
@@ -272,7 +337,10 @@ impl Aggregates {
             c.latency.record(r.latency_us());
             c.bytes_up += r.bytes_up;
             c.bytes_down += r.bytes_down;
+            c.wire_up += wire_up;
+            c.wire_down += wire_down;
             c.rows += r.rows;
+            c.injected_us += r.injected_within_latency();
             if r.rtt_us > 0 {
                 c.rtt_us = r.rtt_us;
             }
@@ -291,7 +359,8 @@ impl Aggregates {
 
     /// Keeps the `max_fingerprints` classes with the most total time.
     fn fold(&mut self) {
-        let mut by_time: Vec<(u64, FingerprintId)> = self.queries.values().map(|q| (q.latency.sum(), q.fingerprint)).collect();
+        let mut by_time: Vec<(u64, FingerprintId)> =
+            self.queries.values().map(|q| (q.latency.sum(), q.fingerprint)).collect();
         by_time.sort_unstable_by(|a, b| b.cmp(a));
         for &(_, id) in &by_time[self.max_fingerprints.min(by_time.len())..] {
             if let Some(q) = self.queries.remove(&id) {
@@ -314,6 +383,11 @@ impl Aggregates {
         self.queries.get(&id)
     }
 
+    /// An open connection's totals.
+    pub fn connection(&self, id: u64) -> Option<&ConnectionStats> {
+        self.connections.get(&id)
+    }
+
     /// Open connections, oldest first.
     pub fn live_connections(&self) -> Vec<&ConnectionStats> {
         let mut live: Vec<&ConnectionStats> = self.connections.values().collect();
@@ -329,21 +403,35 @@ impl Aggregates {
     /// Forgets everything recorded; open connections stay, with zeroed counters.
     pub fn reset(&mut self, now_us: u64) {
         let live: Vec<ConnectionStats> = self.connections.drain().map(|(_, c)| c).collect();
-        let metrics = std::mem::take(&mut self.metrics);
+        let (metrics, metered) = (std::mem::take(&mut self.metrics), self.metered);
         *self = Aggregates::new(self.max_fingerprints, now_us);
-        self.metrics = metrics;
-        for mut c in live {
-            c.commands = 0;
-            c.errors = 0;
-            c.round_trips = 0;
-            c.latency = Latency::new();
-            c.bytes_up = 0;
-            c.bytes_down = 0;
-            c.rows = 0;
-            self.connections.insert(c.id, c);
+        (self.metrics, self.metered) = (metrics, metered);
+        for c in live {
+            self.connections.insert(c.id, c.zeroed());
         }
     }
 }
 
+impl ConnectionStats {
+    /// The same connection with nothing recorded yet: what a reset, or a new window slot,
+    /// starts from.
+    pub fn zeroed(self) -> ConnectionStats {
+        ConnectionStats {
+            commands: 0,
+            errors: 0,
+            round_trips: 0,
+            latency: Latency::new(),
+            bytes_up: 0,
+            bytes_down: 0,
+            wire_up: 0,
+            wire_down: 0,
+            rows: 0,
+            injected_us: 0,
+            ..self
+        }
+    }
+}
+
+mod merge;
 #[cfg(test)]
 mod tests;

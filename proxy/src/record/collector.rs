@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::{Aggregates, Event};
+use super::{Aggregates, Event, MeasureBudget};
 
 /// Something else that wants every event, in order (a detector). Gets
 /// them a batch at a time, so it can take its own lock once per batch.
@@ -40,7 +40,15 @@ impl Collector {
     /// before shutdown are all applied before the final report.
     pub async fn run(mut self) {
         let mut batch = Vec::with_capacity(BATCH);
+        let mut budget = MeasureBudget::default();
         while self.rx.recv_many(&mut batch, BATCH).await > 0 {
+            // Samples of results are compressed here, before the lock, within a budget.
+            let now = tokio::time::Instant::now();
+            for event in &mut batch {
+                if let Event::Command(r) = event {
+                    budget.measure(&mut r.payload_sample, now);
+                }
+            }
             {
                 let Ok(mut aggregates) = self.aggregates.lock() else { return };
                 for event in &batch {

@@ -48,6 +48,14 @@ impl Latency {
         self.hist.len()
     }
 
+    /// How many values were at least `us` (to the histogram's 1 %).
+    pub fn count_at_least(&self, us: u64) -> u64 {
+        if self.hist.is_empty() || us > self.max {
+            return 0;
+        }
+        self.hist.count_between(us.max(1), self.max.max(1))
+    }
+
     pub fn sum(&self) -> u64 {
         self.sum
     }

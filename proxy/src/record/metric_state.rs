@@ -2,7 +2,7 @@
 //! per-command counters, updated by the collector and never reset (counters
 //! must only go up, or `rate()` breaks).
 
-use super::CommandRecord;
+use super::{CommandRecord, StatementMetrics};
 use crate::protocol::constants::command;
 
 /// Fixed-bucket histogram state in Prometheus's cumulative form.
@@ -30,6 +30,15 @@ impl BucketHistogram {
 
     pub fn new(bounds: &'static [f64]) -> BucketHistogram {
         BucketHistogram { bounds, counts: vec![0; bounds.len()], sum: 0.0, count: 0 }
+    }
+
+    /// Adds `other`'s observations (same bounds: both are built from one constant).
+    pub fn merge(&mut self, other: &BucketHistogram) {
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        self.sum += other.sum;
+        self.count += other.count;
     }
 
     pub fn observe(&mut self, v: f64) {
@@ -67,8 +76,11 @@ pub struct CommandMetrics {
     pub first_byte_seconds: BucketHistogram,
     pub result_bytes: BucketHistogram,
     pub round_trips: u64,
-    /// Commands and errors by command byte.
-    pub commands: Vec<(u8, u64, u64)>,
+    /// Commands and errors by command name: every byte without a name counts as one
+    /// `COM_UNKNOWN`, so a client sending nonsense cannot grow the label set.
+    commands: Vec<(&'static str, u64, u64)>,
+    /// Per-statement series, the top `metrics.top_statements` by time and `other`.
+    pub statements: StatementMetrics,
 }
 
 impl Default for CommandMetrics {
@@ -79,12 +91,22 @@ impl Default for CommandMetrics {
             result_bytes: BucketHistogram::new(BYTES_BUCKETS),
             round_trips: 0,
             commands: Vec::new(),
+            statements: StatementMetrics::new(DEFAULT_TOP_STATEMENTS),
         }
     }
 }
 
+/// Statements with series of their own unless the config says otherwise.
+const DEFAULT_TOP_STATEMENTS: usize = 100;
+
 impl CommandMetrics {
+    /// Metrics that give at most `top_statements` statements series of their own.
+    pub fn new(top_statements: usize) -> CommandMetrics {
+        CommandMetrics { statements: StatementMetrics::new(top_statements), ..CommandMetrics::default() }
+    }
+
     pub fn record(&mut self, r: &CommandRecord) {
+        self.statements.record(r);
         self.duration_seconds.observe(r.latency_us() as f64 / 1e6);
         if let Some(us) = r.first_byte_latency_us() {
             self.first_byte_seconds.observe(us as f64 / 1e6);
@@ -92,17 +114,18 @@ impl CommandMetrics {
         self.result_bytes.observe(r.bytes_down as f64);
         self.round_trips += u64::from(r.round_trips);
         let error = u64::from(r.error.is_some());
-        match self.commands.iter_mut().find(|(c, _, _)| *c == r.command) {
+        let name = command::name(r.command);
+        match self.commands.iter_mut().find(|(c, _, _)| *c == name) {
             Some((_, n, e)) => {
                 *n += 1;
                 *e += error;
             }
-            None => self.commands.push((r.command, 1, error)),
+            None => self.commands.push((name, 1, error)),
         }
     }
 
     /// `(command name, count, errors)`.
     pub fn by_command(&self) -> impl Iterator<Item = (&'static str, u64, u64)> + '_ {
-        self.commands.iter().map(|&(c, n, e)| (command::name(c), n, e))
+        self.commands.iter().copied()
     }
 }

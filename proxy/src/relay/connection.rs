@@ -1,52 +1,70 @@
-//! One client connection, start to end: dial upstream, relay the handshake,
-//! pump, and log how it ended — once.
+//! One client connection, start to end: dial upstream, run the connection phase, pump,
+//! and log how it ended — once.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
-use super::drain::DrainWatch;
-use super::error::RelayError;
-use super::handshake::{relay_greeting, relay_response, Greeting};
-use super::pump::{pump, Ended, InjectBinding, NoTap, PumpSettings, Tap};
-use super::upstream::dial;
 use super::Shared;
-use crate::protocol::codes;
+use super::activity::Activity;
+use super::drain::DrainWatch;
+use super::error::{Refusal, RelayError};
+use super::handshake::{Ending, Handshake, Settings, handshake};
+use super::leg::Transport;
+use super::pump::{Ended, Legs, Observers, PumpSettings, pump};
+use super::upstream::dial;
+use crate::inject::InjectBinding;
+use crate::link::Probe;
+use crate::live::LiveConnection;
 use crate::protocol::packets::err_packet;
-use crate::record::Recorder;
-
+use crate::protocol::{Observer, codes};
+use crate::record::{Recorder, micros};
 
 /// How a connection ended without an error.
 #[derive(Debug)]
 enum Outcome {
     Pumped(Ended),
-    /// The client got an ERR packet saying the upstream is unreachable.
-    UpstreamUnreachable,
-    /// The server answered with an ERR instead of a greeting, passed on.
-    RefusedByUpstream,
+    /// The long hop went dark (nothing acknowledged within `relay.user_timeout`); the
+    /// client was told.
+    UpstreamTimedOut,
+    /// The connection phase ended it; the client was told.
+    Ended(Ending),
+    /// Relayed without being understood (an unknown greeting).
+    Opaque,
 }
 
-pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64, shared: Arc<Shared>, shutdown: DrainWatch) {
+pub(super) async fn serve(client: Transport, peer: String, conn_id: u64, shared: Arc<Shared>, shutdown: DrainWatch) {
     let accepted = tokio::time::Instant::now();
     // The span is the parent of this connection's few log lines, never
     // entered: entering it on every poll would cost on the forwarding path.
-    let span = tracing::info_span!("conn", conn.id = conn_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
+    let span =
+        tracing::info_span!("conn", conn.id = conn_id, client.addr = %peer, upstream.addr = tracing::field::Empty);
     let log = &span;
-    let result = match (&shared.events, shared.config.record.enabled) {
-        (Some(events), true) => {
-            let mut recorder = Recorder::new(conn_id, events.clone(), Arc::default(), accepted, shared.recorder);
-            let result = run(&mut client, peer, conn_id, &shared, &shutdown, log, &mut recorder).await;
-            recorder.closed();
-            result
-        }
-        _ => run(&mut client, peer, conn_id, &shared, &shutdown, log, &mut NoTap).await,
-    };
+    let live = Arc::new(LiveConnection::new(conn_id, peer.clone(), micros(accepted)));
+    let _listed = shared.live.register(live.clone());
+    let recorder = shared
+        .events
+        .as_ref()
+        .map(|events| Recorder::new(conn_id, events.clone(), live.clone(), accepted, shared.recorder));
+    let probe = Probe::new(conn_id, live.clone(), shared.link_events.clone(), accepted, shared.probe);
+    let mut observers = (Activity::new(live, shared.stats.clone(), accepted), probe, recorder);
+    let result = run(client, &peer, conn_id, &shared, &shutdown, log, &mut observers).await;
+    if let Some(recorder) = &mut observers.2 {
+        recorder.closed();
+    }
     let elapsed_ms = accepted.elapsed().as_millis() as u64;
     match result {
+        Ok(Outcome::Pumped(Ended::UpstreamClosed { mid_response: true })) => {
+            shared.stats.upstream_closed_mid_response.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(parent: log, elapsed_ms, "the upstream closed the connection in the middle of a response");
+        }
+        // Logged where it was noticed, with the statement it cut off.
+        Ok(Outcome::UpstreamTimedOut) => {}
         Ok(Outcome::Pumped(ended)) => tracing::debug!(parent: log, ?ended, elapsed_ms, "connection closed"),
+        Ok(Outcome::Ended(Ending::Refused(refusal))) => {
+            tracing::warn!(parent: log, code = refusal.code(), elapsed_ms, "refused the client: {refusal}");
+        }
         Ok(outcome) => tracing::debug!(parent: log, ?outcome, elapsed_ms, "connection closed"),
         Err(e) if e.is_hangup() => tracing::debug!(parent: log, error = %e, elapsed_ms, "connection closed by peer"),
         Err(e) => {
@@ -56,73 +74,162 @@ pub(super) async fn serve(mut client: TcpStream, peer: SocketAddr, conn_id: u64,
     }
 }
 
-async fn run<T: Tap>(
-    client: &mut TcpStream,
-    peer: SocketAddr,
+async fn run(
+    mut client: Transport,
+    peer: &str,
     conn_id: u64,
     shared: &Shared,
     shutdown: &DrainWatch,
     log: &tracing::Span,
-    tap: &mut T,
+    tap: &mut Observers,
 ) -> Result<Outcome, RelayError> {
     let config = &shared.config;
-    // Best effort: a client socket that already died fails at the first write anyway.
-    let _ = client.set_nodelay(true);
-    let timeout = config.limits.connect_timeout.0;
-    let (mut upstream, upstream_addr) = match dial(&config.upstream, &config.relay, timeout).await {
-        Ok(dialled) => dialled,
-        Err(e) => {
-            shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(parent: log, error = %e, "upstream unreachable; told the client");
-            refuse(client, &format!("rttscope: {e}")).await?;
-            return Ok(Outcome::UpstreamUnreachable);
-        }
-    };
+    if let Transport::Tcp(tcp) = &client {
+        // Best effort: a client socket that already died fails at the first write anyway.
+        let _ = tcp.set_nodelay(true);
+        let _ = super::upstream::keep_alive(tcp, &config.relay);
+    }
+    let (upstream, upstream_addr) =
+        match dial(&config.upstream.address, &config.relay, config.limits.connect_timeout.0).await {
+            Ok(dialled) => dialled,
+            Err(e) => {
+                // Before the greeting: no SQL state marker, as servers send it. Counted
+                // before the client hears it.
+                let refusal = Refusal::from(e);
+                if refusal.is_upstream() {
+                    shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tracing::warn!("out of file descriptors dialling the upstream: raise `ulimit -n` for rttscope");
+                }
+                client.write_all(&refusal.packet(0, false)).await.map_err(RelayError::Client)?;
+                let _ = client.shutdown().await;
+                return Ok(Outcome::Ended(Ending::Refused(refusal)));
+            }
+        };
     log.record("upstream.addr", tracing::field::display(upstream_addr));
-
-    let greeting = match relay_greeting(client, &mut upstream, timeout).await {
-        Ok(Greeting::Forwarded { greeting, len }) => (greeting, len),
-        Ok(Greeting::Refused) => return Ok(Outcome::RefusedByUpstream),
-        Err(e @ RelayError::Client(_)) => return Err(e),
-        Err(e) => {
-            // The client has seen nothing yet: it still gets told why.
-            shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(parent: log, error = %e, "no usable greeting from upstream; told the client");
-            refuse(client, &format!("rttscope: upstream {upstream_addr} sent no usable greeting: {e}")).await?;
-            return Ok(Outcome::UpstreamUnreachable);
+    let settings = Settings {
+        // Clients on a Unix socket are not offered TLS: they already treat it as secure.
+        client_tls: shared.client_tls.as_ref().filter(|_| !matches!(client, Transport::Unix(_))),
+        upstream_tls: shared.upstream_tls.as_ref(),
+        compression: config.upstream.compression,
+        greeting_timeout: config.limits.connect_timeout.0,
+        timeout: config.limits.handshake_timeout.0,
+        capture_limit: config.record.max_sql_bytes.0 as usize,
+        upstream: config.upstream.address.to_string(),
+        peer,
+        stats: &shared.stats,
+        inject: shared.inject.as_ref().map(|control| (control, conn_id)),
+    };
+    let established = match handshake(client, upstream, &settings, tap).await? {
+        Handshake::Established(established) => established,
+        Handshake::Ended(ending) => return Ok(Outcome::Ended(ending)),
+        Handshake::Opaque { mut client, mut upstream } => {
+            tokio::io::copy_bidirectional(&mut client, &mut upstream).await.map_err(RelayError::Client)?;
+            return Ok(Outcome::Opaque);
         }
     };
-    let capture = config.record.max_sql_bytes.0 as usize;
-    let established = relay_response(client, &mut upstream, greeting, timeout, capture, tap).await?;
+    let established = *established;
     tracing::debug!(
         parent: log,
         user = %established.response.user,
         schema = established.response.schema.as_deref().unwrap_or(""),
         server = %established.greeting.server_version,
-        "handshake relayed"
+        client.tls = established.legs.client_tls.as_ref().map(|t| t.version.as_str()).unwrap_or("none"),
+        upstream.tls = established.legs.upstream_tls.as_ref().map(|t| t.version.as_str()).unwrap_or("none"),
+        client.compression = ?established.client.compression(),
+        upstream.compression = ?established.upstream.compression(),
+        "logged in"
     );
-    tap.handshake(peer, &established.response);
+    shared.stats.saw_server(&established.greeting.server_version);
+    let legs = &established.legs;
+    shared.stats.logged_in([
+        (
+            legs.client_tls.is_some(),
+            matches!(established.client.transport(), Transport::Unix(_)),
+            established.client.compression(),
+        ),
+        (legs.upstream_tls.is_some(), false, established.upstream.compression()),
+    ]);
+    tap.0.set_legs(legs);
+    Observer::identity(&mut tap.0, established.session.identity());
     let mut session = established.session;
-    let inject = shared.inject.as_ref().map(|control| InjectBinding {
-        control: control.clone(),
-        conn_id,
-        user: established.response.user.clone(),
-        schema: established.response.schema.clone(),
-    });
+    let mut legs = Legs {
+        client: established.client,
+        upstream: established.upstream,
+        client_pending: established.client_pending,
+        upstream_pending: established.upstream_pending,
+    };
+    let inject = shared.inject.as_ref().map(|control| InjectBinding::new(control.clone(), conn_id));
     let settings = PumpSettings {
         buffer_size: config.relay.buffer_size.0 as usize,
         idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
-        inject,
+        query_timeout: Some(config.limits.query_timeout.0).filter(|d| !d.is_zero()),
+        budget: shared.buffers.clone(),
+        local: shared.local.clone().map(|answers| (answers, conn_id)),
     };
-    pump(client, &mut upstream, &mut session, tap, &settings, shutdown).await.map(Outcome::Pumped)
+    let ended = match pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await {
+        // TCP_USER_TIMEOUT (or keepalive) declared the long hop dead: a blackholed path,
+        // not a peer that hung up and not a protocol error. The client would otherwise see
+        // a bare close; it is told why in place of the answer it waits for.
+        Err(RelayError::Upstream(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            let statement = tap.0.statement_in_flight();
+            tracing::info!(
+                parent: log,
+                user_timeout = ?config.relay.user_timeout.0,
+                %statement,
+                "the upstream acknowledged nothing within relay.user_timeout: told the client, closing"
+            );
+            let message = format!(
+                "rttscope: upstream {} acknowledged nothing within relay.user_timeout ({}): connection lost",
+                config.upstream.address,
+                humantime::format_duration(config.relay.user_timeout.0)
+            );
+            tell_client(&mut legs, &session, codes::NET_READ_INTERRUPTED, "08S01", &message, config).await;
+            return Ok(Outcome::UpstreamTimedOut);
+        }
+        ended => ended?,
+    };
+    match ended {
+        Ended::IdleTimeout => tracing::info!(
+            parent: log,
+            idle_timeout = ?config.limits.idle_timeout.0,
+            "closing a connection idle for limits.idle_timeout"
+        ),
+        Ended::QueryTimeout => {
+            let statement = tap.0.statement_in_flight();
+            tracing::info!(
+                parent: log,
+                query_timeout = ?config.limits.query_timeout.0,
+                %statement,
+                "a command waited limits.query_timeout for its response: told the client, closing"
+            );
+            let message = format!(
+                "rttscope: no response within limits.query_timeout ({})",
+                humantime::format_duration(config.limits.query_timeout.0)
+            );
+            tell_client(&mut legs, &session, codes::STATEMENT_TIMEOUT, "70100", &message, config).await;
+        }
+        _ => {}
+    }
+    Ok(Outcome::Pumped(ended))
 }
 
-/// Tells a client that has not seen a greeting yet that the upstream is out
-/// of reach. Before the handshake nothing is negotiated: no SQL state marker,
-/// as servers send it (clients read HY000).
-async fn refuse(client: &mut TcpStream, message: &str) -> Result<(), RelayError> {
-    let packet = err_packet(0, codes::UPSTREAM_UNREACHABLE, "HY000", message, false);
-    client.write_all(&packet).await.map_err(RelayError::Client)?;
-    let _ = client.shutdown().await;
-    Ok(())
+/// The response the client waits for: an ERR in its place, with the sequence id the
+/// server's next packet would have had. Best effort, bounded by `handshake_timeout`: a
+/// client that does not read is closed anyway.
+async fn tell_client(
+    legs: &mut Legs,
+    session: &crate::protocol::Session,
+    code: u16,
+    state: &str,
+    message: &str,
+    config: &rttscope_config::Config,
+) {
+    let seq = session.response_seq().unwrap_or(1);
+    let packet = err_packet(seq, code, state, message, true);
+    let _ = tokio::time::timeout(config.limits.handshake_timeout.0, async {
+        legs.client.write_all(&packet).await?;
+        legs.client.flush().await
+    })
+    .await;
 }

@@ -1,13 +1,18 @@
-//! Why a proxied connection ended early.
+//! Why a proxied connection ended early, and — the one place it is decided — what a
+//! client is told when rttscope itself turns it away: a MySQL ERR packet with a real code,
+//! SQL state and a message that names the upstream and the reason.
 
 use std::io;
 
+use super::upstream::DialError;
+use crate::protocol::codes;
 use crate::protocol::{DecodeError, Peer};
 
 /// A connection-level failure. Each one ends its own connection only.
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
-    /// A peer broke the protocol: logged once, connection closed.
+    /// A peer broke the protocol where rttscope cannot carry on (the connection phase):
+    /// logged once, connection closed.
     #[error(transparent)]
     Decode(#[from] DecodeError),
     /// The client went away or its socket failed (a hangup, not our fault).
@@ -31,8 +36,7 @@ impl RelayError {
     }
 
     /// Hangups and resets are the ordinary end of a connection; protocol
-    /// violations (a close in the middle of a packet included) and timeouts
-    /// deserve a warning.
+    /// violations and timeouts deserve a warning.
     pub fn is_hangup(&self) -> bool {
         match self {
             RelayError::Client(e) | RelayError::Upstream(e) => matches!(
@@ -45,5 +49,172 @@ impl RelayError {
             ),
             _ => false,
         }
+    }
+}
+
+/// Why rttscope turns a client away before (or instead of) relaying its login. Each
+/// becomes an ERR packet the client shows its user.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// The upstream could not be dialled.
+    #[error("{0}")]
+    UpstreamUnreachable(DialError),
+    /// The upstream answered with something that is not a greeting, or nothing.
+    #[error("upstream {upstream} sent no usable greeting: {reason}")]
+    NoGreeting {
+        /// The upstream address.
+        upstream: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// TLS towards the upstream failed or is impossible under `upstream.tls.mode`.
+    #[error("upstream {upstream}: {reason}")]
+    UpstreamTls {
+        /// The upstream address.
+        upstream: String,
+        /// What went wrong (the server offers no TLS, the certificate is not trusted...).
+        reason: String,
+    },
+    /// The login exchange did not finish within `limits.handshake_timeout`.
+    #[error("upstream {upstream} did not complete the login within limits.handshake_timeout ({})", humantime::format_duration(*.timeout))]
+    LoginStalled {
+        /// The upstream address.
+        upstream: String,
+        /// The limit.
+        timeout: std::time::Duration,
+    },
+    /// The upstream closed or reset the connection after its greeting, before the login
+    /// finished: the client has the greeting and waits for the login's answer.
+    #[error("upstream {upstream} closed the connection during the login: {reason}")]
+    LostDuringLogin {
+        /// The upstream address.
+        upstream: String,
+        /// The socket error (reset, end of stream).
+        reason: String,
+    },
+    /// The client protected its login with TLS and the long hop cannot be TLS.
+    #[error(
+        "the client connected with TLS but upstream {upstream} offers no TLS: rttscope will not send the login in clear; set upstream.tls.mode: disabled to allow it"
+    )]
+    CredentialsInClear {
+        /// The upstream address.
+        upstream: String,
+    },
+    /// The client asked for TLS and `listen.tls.mode` is `off`.
+    #[error("this rttscope does not offer TLS (listen.tls.mode: off); connect without TLS")]
+    TlsOff,
+    /// The client did not ask for TLS and `listen.tls.mode` is `required`.
+    #[error("connections without TLS are refused (listen.tls.mode: required); connect with TLS")]
+    TlsRequired,
+    /// TLS with the client failed.
+    #[error("TLS handshake with the client failed: {0}")]
+    ClientTls(String),
+    /// The client's handshake response could not be read.
+    #[error("{0}")]
+    BadHandshake(DecodeError),
+    /// More clients than `limits.max_connections`.
+    #[error("too many connections (limits.max_connections = {max})")]
+    TooManyConnections {
+        /// The limit.
+        max: u32,
+    },
+    /// The process is out of file descriptors.
+    #[error("too many connections (fd limit {limit}): raise `ulimit -n` for rttscope")]
+    FdLimit {
+        /// The open-file limit.
+        limit: u64,
+    },
+}
+
+impl From<DialError> for Refusal {
+    /// A dial that failed because rttscope itself is out of descriptors is rttscope's
+    /// limit, not the upstream's fault: said so, and not counted against the upstream.
+    fn from(e: DialError) -> Refusal {
+        match &e {
+            DialError::Connect { source, .. } if super::is_out_of_fds(source) => {
+                Refusal::FdLimit { limit: crate::sys::nofile_limit().map_or(0, |(soft, _)| soft) }
+            }
+            _ => Refusal::UpstreamUnreachable(e),
+        }
+    }
+}
+
+impl Refusal {
+    /// The MySQL error code. Only server-range codes: libmariadb (the `mariadb` CLI and
+    /// everything built on Connector/C) hides the message of client-range codes (2000–2999)
+    /// arriving over the wire, so the familiar 2003 would hide the reason.
+    pub fn code(&self) -> u16 {
+        match self {
+            Refusal::UpstreamUnreachable(_)
+            | Refusal::NoGreeting { .. }
+            | Refusal::UpstreamTls { .. }
+            | Refusal::LoginStalled { .. }
+            | Refusal::LostDuringLogin { .. } => codes::UPSTREAM_UNREACHABLE,
+            Refusal::CredentialsInClear { .. } | Refusal::TlsRequired => codes::SECURE_TRANSPORT_REQUIRED,
+            Refusal::TlsOff | Refusal::ClientTls(_) => codes::HANDSHAKE_ERROR,
+            Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
+            Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
+            Refusal::TooManyConnections { .. } | Refusal::FdLimit { .. } => codes::TOO_MANY_CONNECTIONS,
+        }
+    }
+
+    /// The SQL state that goes with [`code`](Self::code).
+    pub fn sql_state(&self) -> &'static str {
+        match self.code() {
+            codes::TOO_MANY_CONNECTIONS | codes::NOT_SUPPORTED_AUTH_MODE => "08004",
+            codes::HANDSHAKE_ERROR => "08S01",
+            _ => "HY000",
+        }
+    }
+
+    /// The text the client shows: what rttscope says, prefixed so the user knows who.
+    pub fn message(&self) -> String {
+        format!("rttscope: {self}")
+    }
+
+    /// Whether the upstream (not the client, not rttscope's own limits) is at fault:
+    /// counted as an upstream connect error.
+    pub fn is_upstream(&self) -> bool {
+        matches!(
+            self,
+            Refusal::UpstreamUnreachable(_)
+                | Refusal::NoGreeting { .. }
+                | Refusal::UpstreamTls { .. }
+                | Refusal::LoginStalled { .. }
+                | Refusal::LostDuringLogin { .. }
+        )
+    }
+
+    /// The ERR packet: sequence id `seq`; with the SQL state marker once the client has
+    /// spoken the 4.1 protocol (before the greeting nothing is negotiated, and servers
+    /// then send none).
+    pub fn packet(&self, seq: u8, protocol_41: bool) -> Vec<u8> {
+        crate::protocol::packets::err_packet(seq, self.code(), self.sql_state(), &self.message(), protocol_41)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::packets::ErrPacket;
+
+    #[test]
+    fn each_refusal_has_a_code_a_state_and_a_reason() {
+        let cases = [
+            (Refusal::TooManyConnections { max: 2 }, 1040, "08004"),
+            (Refusal::TlsRequired, 3159, "HY000"),
+            (Refusal::CredentialsInClear { upstream: "db:3306".into() }, 3159, "HY000"),
+            (Refusal::UpstreamTls { upstream: "db:3306".into(), reason: "no TLS".into() }, 1429, "HY000"),
+            (Refusal::TlsOff, 1043, "08S01"),
+            (Refusal::BadHandshake(DecodeError::PreProtocol41), 1251, "08004"),
+        ];
+        for (refusal, code, state) in cases {
+            let packet = refusal.packet(2, true);
+            let err = ErrPacket::parse(&packet[4..]).expect("an ERR packet");
+            assert_eq!((err.code, &err.sql_state), (code, state.as_bytes().try_into().unwrap()), "{refusal}");
+            assert_eq!(packet[3], 2);
+            assert!(String::from_utf8_lossy(&packet).contains(&refusal.to_string()));
+        }
+        assert!(Refusal::CredentialsInClear { upstream: "db:3306".into() }.message().contains("db:3306"));
     }
 }

@@ -7,15 +7,17 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::error::RelayError;
-use crate::inject::{timer, DelayLine, OneWayModel};
-use crate::protocol::{DecodeError, PacketScanner, Peer};
+use super::leg::Leg;
+use crate::inject::{DelayLine, OneWayModel, timer};
+use crate::protocol::{PacketScanner, Peer};
 
 pub(super) struct HalfPipe {
     buf: Vec<u8>,
@@ -31,15 +33,74 @@ pub(super) struct HalfPipe {
     pub read_closed: bool,
     /// Bytes written so far (a stream offset, to compare with the delay line's).
     written: u64,
+    /// Bytes read so far.
+    read: u64,
     line: Option<DelayLine>,
     /// The release the timer is already set for.
     armed: Option<Armed>,
     /// Released bytes are waiting for the peer to take them.
     peer_slow: bool,
+    /// Written bytes the destination leg may hold until flushed.
+    unflushed: bool,
+    /// Where bytes beyond `base` are accounted for, across connections.
+    budget: Arc<BufferBudget>,
+}
+
+/// The process-wide budget of buffer bytes beyond every pipe's fixed size (what emulated
+/// links hold in flight), and the total allocated, for the gauge. Past the budget a pipe
+/// stops growing, so its connection stops reading: backpressure, not memory.
+#[derive(Debug)]
+pub struct BufferBudget {
+    limit: u64,
+    extra: AtomicU64,
+    total: AtomicU64,
+}
+
+impl BufferBudget {
+    pub fn new(limit: u64) -> BufferBudget {
+        BufferBudget { limit, extra: AtomicU64::new(0), total: AtomicU64::new(0) }
+    }
+
+    /// Takes `n` bytes beyond a fixed size, if the budget has them.
+    fn try_take(&self, n: u64) -> bool {
+        self.extra
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(n).filter(|&after| after <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, n: u64) {
+        self.extra.fetch_sub(n, Ordering::Relaxed);
+    }
+
+    /// Bytes all pipes' buffers hold now.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// The most bytes that may be taken beyond the fixed sizes (`limits.buffer_budget`).
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Bytes taken beyond the fixed sizes now.
+    pub fn extra(&self) -> u64 {
+        self.extra.load(Ordering::Relaxed)
+    }
+}
+
+/// Bytes just read: where they are in the buffer, when they arrived, and when they go
+/// on (later only on an emulated link).
+pub(super) struct Fresh {
+    pub range: std::ops::Range<usize>,
+    pub arrived: Instant,
+    pub released: Instant,
 }
 
 impl HalfPipe {
-    pub fn new(size: usize) -> HalfPipe {
+    pub fn new(size: usize, budget: Arc<BufferBudget>) -> HalfPipe {
+        budget.total.fetch_add(size as u64, Ordering::Relaxed);
         HalfPipe {
             buf: vec![0; size],
             base: size,
@@ -49,14 +110,33 @@ impl HalfPipe {
             scanner: PacketScanner::new(),
             read_closed: false,
             written: 0,
+            read: 0,
             line: None,
             armed: None,
             peer_slow: false,
+            unflushed: false,
+            budget,
         }
     }
 
+    /// Back to the fixed size once empty, so a large transfer's buffer is not kept.
+    fn shrink(&mut self) {
+        let extra = self.buf.len().saturating_sub(self.base);
+        if extra > 0 && self.start == self.end {
+            self.buf = vec![0; self.base];
+            (self.start, self.end) = (0, 0);
+            self.budget.give_back(extra as u64);
+            self.budget.total.fetch_sub(extra as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// Bytes read and written so far: when it moves, the connection is not idle.
+    pub fn moved(&self) -> u64 {
+        self.read + self.written
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.start == self.end
+        self.start == self.end && !self.unflushed
     }
 
     /// Full, and the peer is not taking what is ready: it is the peer that
@@ -94,52 +174,115 @@ impl HalfPipe {
             self.start = 0;
         } else if self.buf.len() < self.capacity {
             let grown = (self.buf.len() * 2).min(self.capacity);
+            // Within the process's budget, or not at all: then reading waits.
+            let more = (grown - self.buf.len()) as u64;
+            if !self.budget.try_take(more) {
+                return;
+            }
+            self.budget.total.fetch_add(more, Ordering::Relaxed);
             self.buf.resize(grown, 0);
         }
     }
 
-    /// Reads what `from` has into free space, writes what is released to
-    /// `to`, then lets `scan` see the new bytes (with their arrival and
-    /// release times). Writing first keeps recording off the bytes' way;
-    /// the state machine still sees every chunk before this task reads
-    /// anything else, so it is never behind what the peers have seen of
-    /// each other. Returns whether anything moved.
-    pub fn poll_step(
+    /// Bytes already read with the handshake: they go on first, as if just read.
+    pub fn seed(&mut self, bytes: &[u8]) -> Option<Fresh> {
+        if bytes.is_empty() {
+            return None;
+        }
+        if self.buf.len() < bytes.len() {
+            // Never seen in practice (a few bytes at most follow a login): accounted
+            // beyond the budget rather than dropped.
+            let more = (bytes.len() - self.buf.len()) as u64;
+            self.budget.extra.fetch_add(more, Ordering::Relaxed);
+            self.budget.total.fetch_add(more, Ordering::Relaxed);
+            self.buf.resize(bytes.len(), 0);
+        }
+        self.buf[..bytes.len()].copy_from_slice(bytes);
+        (self.start, self.end) = (0, bytes.len());
+        let now = Instant::now();
+        Some(Fresh { range: 0..bytes.len(), arrived: now, released: now })
+    }
+
+    /// Reads what `from` has into free space (unless `may_read` is false: the state
+    /// machine has too much in flight). Returns what was read, if anything, for the
+    /// caller to scan; `moved` is set when the read made progress (data or EOF).
+    pub fn poll_fill(
         &mut self,
         cx: &mut Context<'_>,
-        (from, from_peer): (&mut TcpStream, Peer),
-        (to, to_peer): (&mut TcpStream, Peer),
+        (from, from_peer): (&mut Leg, Peer),
         may_read: bool,
-        scan: impl FnOnce(&mut PacketScanner, &[u8], Instant, Instant) -> Result<(), DecodeError>,
-    ) -> Result<bool, RelayError> {
+        moved: &mut bool,
+    ) -> Result<Option<Fresh>, RelayError> {
+        if !may_read || self.read_closed {
+            return Ok(None);
+        }
+        // A large transfer is over (nothing buffered, nothing held on the emulated link):
+        // give its buffer back. The bytes of the last read were scanned by now.
+        if self.buf.len() > self.base && self.line.as_ref().is_none_or(|l| l.next_release().is_none()) {
+            self.shrink();
+        }
+        self.make_room();
+        if self.end == self.buf.len() {
+            return Ok(None);
+        }
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) else { return Ok(None) };
+        read.map_err(|e| RelayError::io(from_peer, e))?;
+        *moved = true;
+        let n = rb.filled().len();
+        if n == 0 {
+            self.read_closed = true;
+            return Ok(None);
+        }
+        let arrived = Instant::now();
+        let released = match &mut self.line {
+            Some(line) => Instant::from_std(line.schedule(arrived.into_std(), n)),
+            None => arrived,
+        };
+        let fresh = Fresh { range: self.end..self.end + n, arrived, released };
+        self.end += n;
+        self.read += n as u64;
+        Ok(Some(fresh))
+    }
+
+    /// The bytes just read (valid until the next fill).
+    pub fn fresh_bytes(&self, fresh: &Fresh) -> &[u8] {
+        &self.buf[fresh.range.clone()]
+    }
+
+    /// Takes the first `n` bytes of `fresh` out of the stream: they are never written
+    /// (rttscope answers them itself). Only when nothing read before them waits to be
+    /// written, else nothing is taken and it returns false.
+    pub fn withhold(&mut self, fresh: &Fresh, n: usize) -> bool {
+        if self.start != fresh.range.start || n > fresh.range.len() {
+            return false;
+        }
+        // Counted as written: the delay line's offsets stay those of the stream read.
+        self.start += n;
+        self.written += n as u64;
+        true
+    }
+
+    /// Lets `scan` see bytes just read (valid until the next fill).
+    pub fn scan<T>(&mut self, fresh: &Fresh, scan: impl FnOnce(&mut PacketScanner, &[u8]) -> T) -> T {
+        scan(&mut self.scanner, &self.buf[fresh.range.clone()])
+    }
+
+    /// Like [`scan`](Self::scan), with the bytes writable (to renumber packets before
+    /// they are written): call it before [`poll_send`](Self::poll_send).
+    pub fn scan_mut<T>(&mut self, fresh: &Fresh, scan: impl FnOnce(&mut PacketScanner, &mut [u8]) -> T) -> T {
+        scan(&mut self.scanner, &mut self.buf[fresh.range.clone()])
+    }
+
+    /// Writes what is ready (on an emulated link, what is released) to `to`, and
+    /// flushes what the leg holds back (TLS records, compressed frames). Returns
+    /// whether anything moved.
+    pub fn poll_send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
         let mut moved = false;
-        let mut fresh = None;
-        if may_read && !self.read_closed {
-            self.make_room();
-        }
-        if may_read && !self.read_closed && self.end < self.buf.len() {
-            let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
-            if let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) {
-                read.map_err(|e| RelayError::io(from_peer, e))?;
-                moved = true;
-                let n = rb.filled().len();
-                if n == 0 {
-                    self.read_closed = true;
-                } else {
-                    let arrived = Instant::now();
-                    let released = match &mut self.line {
-                        Some(line) => Instant::from_std(line.schedule(arrived.into_std(), n)),
-                        None => arrived,
-                    };
-                    fresh = Some((self.end..self.end + n, arrived, released));
-                    self.end += n;
-                }
-            }
-        }
         let ready = self.ready(cx);
         self.peer_slow = false;
         if ready > 0 {
-            match Pin::new(to).poll_write(cx, &self.buf[self.start..self.start + ready]) {
+            match Pin::new(&mut *to).poll_write(cx, &self.buf[self.start..self.start + ready]) {
                 Poll::Ready(written) => {
                     let n = written.map_err(|e| RelayError::io(to_peer, e))?;
                     if n == 0 {
@@ -148,9 +291,11 @@ impl HalfPipe {
                     moved = true;
                     self.start += n;
                     self.written += n as u64;
+                    self.unflushed = to.may_hold_writes();
                     if self.start == self.end {
-                        // Nothing waits; the next read starts at the front. The
-                        // bytes just read are still in place for the scan below.
+                        // Nothing waits; the next read starts at the front. Bytes
+                        // just read stay in place for their scan (a shrink replaces the
+                        // buffer, so only between transfers: not with fresh bytes).
                         self.start = 0;
                         self.end = 0;
                     }
@@ -158,8 +303,14 @@ impl HalfPipe {
                 Poll::Pending => self.peer_slow = true,
             }
         }
-        if let Some((new, arrived, released)) = fresh {
-            scan(&mut self.scanner, &self.buf[new], arrived, released)?;
+        if self.unflushed {
+            match Pin::new(to).poll_flush(cx) {
+                Poll::Ready(flushed) => {
+                    flushed.map_err(|e| RelayError::io(to_peer, e))?;
+                    self.unflushed = false;
+                }
+                Poll::Pending => self.peer_slow = true,
+            }
         }
         Ok(moved)
     }
@@ -197,10 +348,7 @@ impl HalfPipe {
             None if !line.model().is_active() => {
                 self.line = None;
                 self.capacity = self.base;
-                if buffered == 0 && self.buf.len() > self.base {
-                    self.buf = vec![0; self.base];
-                    (self.start, self.end) = (0, 0);
-                }
+                self.shrink();
             }
             _ => {}
         }
@@ -215,4 +363,12 @@ struct Armed {
     fires: std::time::Instant,
     /// Whether this wake-up was already counted as a sample of the chain.
     observed: bool,
+}
+
+impl Drop for HalfPipe {
+    fn drop(&mut self) {
+        let extra = self.buf.len().saturating_sub(self.base) as u64;
+        self.budget.give_back(extra);
+        self.budget.total.fetch_sub(self.buf.len() as u64, Ordering::Relaxed);
+    }
 }

@@ -1,181 +1,424 @@
 //! The forwarding loop. One task drives both directions of a connection
-//! from a single `poll_fn`: read what arrived, let the state machine see it,
-//! write it on at once (or when an emulated link releases it). Each
+//! from a single `poll_fn`: read what arrived, write it on at once (or when an
+//! emulated link releases it), and let the state machine see it. Each
 //! direction owns one buffer, so memory per connection is bounded whatever
 //! the result size; a full buffer stops reading from that side, which is
 //! backpressure all the way to the peer's TCP window. Nothing is shared
 //! between connections and nothing is locked.
+//!
+//! The legs may be TLS and may be compressed, each its own way: the pump moves
+//! the packet stream between them and the legs do the rest. Writing comes
+//! before scanning, to keep recording off the bytes' way — except towards a
+//! compressed upstream, whose frames must know where each command starts: there
+//! the state machine sees the bytes first.
 
-use std::future::{poll_fn, Future};
+use std::future::{Future, poll_fn};
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::io::ReadBuf;
-use tokio::net::TcpStream;
+use tokio::io::AsyncWrite;
 use tokio::time::Instant;
 
+use super::activity::Activity;
 use super::drain::DrainWatch;
 use super::error::RelayError;
-use super::pipe::HalfPipe;
-pub use super::tap::{Direction, NoTap, Tap};
-use crate::inject::{self, InjectControl};
-use crate::protocol::{DecodeError, Peer, Session};
+use super::leg::{Leg, Transport};
+use super::local::{self, LocalAnswers, LocalContext, LocalReply};
+use super::pipe::{BufferBudget, Fresh, HalfPipe};
+use crate::inject::InjectBinding;
+use crate::link::Probe;
+use crate::protocol::{Direction, PacketScanner, Peer, Session};
+use crate::record::{Recorder, Tap, micros};
+
+/// What watches a connection, told in this order: the live view's
+/// bookkeeping, the link probe (which also reads the sockets) and, when
+/// recording is on, the recorder.
+pub(super) type Observers = (Activity, Probe, Option<Recorder>);
 
 /// How a pump ended without an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ended {
+    /// The client closed its side.
     ClientClosed,
-    UpstreamClosed,
+    /// The server closed its side: between responses, or (`mid_response`) in the
+    /// middle of one — a server that died, or a KILL; the client sees its side close too.
+    UpstreamClosed {
+        /// A response was under way.
+        mid_response: bool,
+    },
+    /// No command in flight and nothing moved for `limits.idle_timeout`.
     IdleTimeout,
+    /// A command waited `limits.query_timeout` for its response.
+    QueryTimeout,
     /// Shutting down, and the connection had nothing in flight.
     Drained,
 }
 
-/// A connection's place on the emulated link: which settings it follows
-/// and who it is, for the scope.
-pub struct InjectBinding {
-    pub control: Arc<InjectControl>,
-    pub conn_id: u64,
-    pub user: String,
-    pub schema: Option<String>,
-}
-
-impl InjectBinding {
-    /// Applies the current settings to both directions.
-    fn apply(&self, to_upstream: &mut HalfPipe, to_client: &mut HalfPipe) {
-        let settings = self.control.current();
-        let on = inject::in_scope(&settings, self.conn_id, &self.user, self.schema.as_deref());
-        for (pipe, direction, salt) in [(to_upstream, Direction::ToUpstream, 1), (to_client, Direction::ToClient, 2)] {
-            let model = if on { inject::model(&settings, direction) } else { inject::OneWayModel::default() };
-            pipe.set_link(model, self.conn_id.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ salt);
-        }
-    }
-}
-
 /// Settings of one pump.
-pub struct PumpSettings {
+pub(super) struct PumpSettings {
     pub buffer_size: usize,
-    /// Close after this long without a byte either way; `None` for never.
+    /// Close after this long with no command in flight and no byte either way; `None`
+    /// for never.
     pub idle_timeout: Option<Duration>,
-    pub inject: Option<InjectBinding>,
+    /// End a command that waits this long for its response; `None` for never.
+    pub query_timeout: Option<Duration>,
+    /// The process's budget for buffers beyond `buffer_size`.
+    pub budget: Arc<BufferBudget>,
+    /// Who answers statements addressed to rttscope, and this connection's id for it.
+    pub local: Option<(Arc<dyn LocalAnswers>, u64)>,
+}
+
+/// The two legs and what was read from them before the pump started.
+pub(super) struct Legs {
+    pub client: Leg,
+    pub upstream: Leg,
+    pub client_pending: Vec<u8>,
+    pub upstream_pending: Vec<u8>,
 }
 
 /// Forwards until one side closes, the connection idles out, or shutdown
 /// finds it with nothing in flight.
-pub async fn pump<T: Tap>(
-    client: &mut TcpStream,
-    upstream: &mut TcpStream,
+pub(super) async fn pump(
+    legs: &mut Legs,
     session: &mut Session,
-    tap: &mut T,
+    tap: &mut Observers,
     settings: &PumpSettings,
+    mut inject: Option<InjectBinding>,
     shutdown: &DrainWatch,
 ) -> Result<Ended, RelayError> {
-    let mut to_upstream = HalfPipe::new(settings.buffer_size);
-    let mut to_client = HalfPipe::new(settings.buffer_size);
+    let Legs { client, upstream, client_pending, upstream_pending } = legs;
+    let mut to_upstream = HalfPipe::new(settings.buffer_size, settings.budget.clone());
+    let mut to_client = HalfPipe::new(settings.buffer_size, settings.budget.clone());
+    // Towards a compressed server, each frame that starts a command must say so.
+    let marks = upstream.compression().is_some();
+    session.track_command_starts(marks);
+    // From a compressed server, packets are renumbered for the client: scanned (and
+    // rewritten) before they are written.
+    let renumber = marks;
+    session.renumber_upstream(renumber);
+    let mut seeded = (to_upstream.seed(client_pending), to_client.seed(upstream_pending));
     let mut draining = false;
-    // Re-armed lazily: activity only moves `last_activity`; the timer is
-    // reset when it fires early, not on every read.
-    let idle_timeout = settings.idle_timeout.unwrap_or(Duration::from_secs(86400 * 365));
+    // One timer for both timeouts, re-armed lazily: activity only moves
+    // `last_activity` (reads) and the pipes' counters (writes); the timer is reset
+    // when it fires, never on the forwarding path.
+    let mut timeouts = Timeouts::new(settings);
     let mut last_activity = Instant::now();
-    let idle = tokio::time::sleep_until(last_activity + idle_timeout);
-    tokio::pin!(idle);
+    let timer = tokio::time::sleep_until(timeouts.first(last_activity));
+    tokio::pin!(timer);
 
     let mut held_off = false;
-    let mut link_generation = 0;
+    // The client's half-close, passed on to the server.
+    let mut upstream_shut = false;
+    // The long hop's wire bytes so far, when it is compressed (read, written).
+    let mut wire = upstream.wire_counters();
+    // The emulated link's models follow both its settings and who the session is.
+    let mut identity_generation = None;
+    // An answer rttscope makes itself, on its way to the client; and the client bytes
+    // kept from the server so far (the stream written upstream is that much shorter).
+    let mut reply: Option<LocalReply> = None;
+    let mut withheld = 0u64;
 
-    poll_fn(|cx| loop {
-        let mut progress = false;
-        let mut read = None;
-        // One atomic load per turn; the settings are read only when they changed.
-        if let Some(binding) = &settings.inject {
-            let generation = binding.control.generation();
-            if generation != link_generation {
-                link_generation = generation;
-                binding.apply(&mut to_upstream, &mut to_client);
+    poll_fn(|cx| {
+        loop {
+            let mut progress = false;
+            // One atomic load per turn; the settings are read only when they changed.
+            if let Some(binding) = &mut inject
+                && (binding.changed() || identity_generation != Some(session.identity_generation()))
+            {
+                identity_generation = Some(session.identity_generation());
+                for (direction, model, seed) in binding.models(session.identity()) {
+                    let pipe = if direction == Direction::ToUpstream { &mut to_upstream } else { &mut to_client };
+                    pipe.set_link(model, seed);
+                }
             }
-        }
 
-        // Client → upstream. Stop reading while too many pipelined commands
-        // are unanswered; answers will wake us.
-        progress |= to_upstream.poll_step(
-            cx,
-            (&mut *client, Peer::Client),
-            (&mut *upstream, Peer::Upstream),
-            session.accepts_commands(),
-            |scanner, bytes, arrived, released| {
-                last_activity = arrived;
-                read = Some(Direction::ToUpstream);
-                tap.arrived(Direction::ToUpstream, arrived, released, bytes.len());
-                scanner.scan(bytes, &mut session.client(tap))
-            },
-        )?;
-        if let Some(direction) = read.take() {
-            tap.scanned(direction, client, upstream);
-        }
-        if to_upstream.read_closed && to_upstream.is_empty() {
-            return Poll::Ready(Ok(Ended::ClientClosed));
-        }
-
-        // Upstream → client.
-        progress |= to_client.poll_step(
-            cx,
-            (&mut *upstream, Peer::Upstream),
-            (&mut *client, Peer::Client),
-            true,
-            |scanner, bytes, arrived, released| {
-                last_activity = arrived;
-                read = Some(Direction::ToClient);
-                tap.arrived(Direction::ToClient, arrived, released, bytes.len());
-                scanner.scan(bytes, &mut session.upstream(tap))
-            },
-        )?;
-        if let Some(direction) = read.take() {
-            tap.scanned(direction, client, upstream);
-        }
-        // A full buffer the client does not drain: we have stopped reading upstream for it.
-        let held = to_client.held_off_by_peer();
-        if held != held_off {
-            held_off = held;
-            tap.held_off(held, Instant::now());
-        }
-        if to_client.read_closed && to_client.is_empty() {
-            if !to_client.scanner.at_boundary() {
-                return Poll::Ready(Err(DecodeError::Truncated(Peer::Upstream).into()));
+            // Client → upstream. Stop reading while too many pipelined commands
+            // are unanswered; answers will wake us.
+            let fresh = match seeded.0.take() {
+                Some(fresh) => Some(fresh),
+                None => to_upstream.poll_fill(cx, (client, Peer::Client), session.accepts_commands(), &mut progress)?,
+            };
+            // A statement addressed to rttscope at the front: kept from the server.
+            let answer = match (&settings.local, &fresh) {
+                (Some((answers, conn_id)), Some(fresh)) if reply.is_none() && to_client.is_empty() => {
+                    answer_locally(&mut to_upstream, fresh, session, answers.as_ref(), *conn_id)
+                }
+                _ => None,
+            };
+            // A statement answered here never crosses the emulated link.
+            let local = answer.is_some();
+            let see = |pipe: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers| {
+                let released = if local { fresh.arrived } else { fresh.released };
+                tap.arrived(Direction::ToUpstream, fresh.arrived, released, fresh.range.len());
+                pipe.scan(fresh, |scanner, bytes| scanner.scan(bytes, &mut session.client(tap)));
+            };
+            if marks && let Some(fresh) = &fresh {
+                let start = session.client_offset();
+                see(&mut to_upstream, fresh, session, tap);
+                let kept = answer.as_ref().map_or(0, |a| a.withheld as u64);
+                for offset in session.take_command_starts() {
+                    // Offsets in the client's stream, made offsets in the stream written
+                    // upstream; the statement kept from the server starts no command there.
+                    if kept > 0 && offset == start {
+                        continue;
+                    }
+                    let before = if kept > 0 && offset > start { withheld + kept } else { withheld };
+                    upstream.mark_command_start(offset - before);
+                }
             }
-            return Poll::Ready(Ok(Ended::UpstreamClosed));
-        }
-
-        if !draining && shutdown.poll_started(cx) {
-            draining = true;
-        }
-        if draining
-            && session.is_idle()
-            && to_upstream.scanner.at_boundary()
-            && to_upstream.is_empty()
-            && to_client.is_empty()
-        {
-            // What the client already sent is in flight too: if bytes are
-            // waiting, take them first. Pending or closed: nothing waits.
-            let mut probe = [0u8; 1];
-            match client.poll_peek(cx, &mut ReadBuf::new(&mut probe)) {
-                Poll::Ready(Ok(n)) if n > 0 => progress = true,
-                _ => return Poll::Ready(Ok(Ended::Drained)),
+            progress |= to_upstream.poll_send(cx, (upstream, Peer::Upstream))?;
+            if let Some(fresh) = &fresh {
+                last_activity = fresh.arrived;
+                if !marks {
+                    see(&mut to_upstream, fresh, session, tap);
+                }
+                sample(tap, client, upstream);
             }
-        }
-
-        if idle.as_mut().poll(cx).is_ready() {
-            let deadline = last_activity + idle_timeout;
-            if Instant::now() >= deadline {
-                return Poll::Ready(Ok(Ended::IdleTimeout));
+            if let Some(answer) = answer {
+                // The statement is the command in flight: its response is the answer, as
+                // if the server had sent it, at no round trip upstream.
+                withheld += answer.withheld as u64;
+                session.answered_locally();
+                let now = Instant::now();
+                tap.arrived(Direction::ToClient, now, now, answer.bytes.len());
+                PacketScanner::new().scan(&answer.bytes, &mut session.upstream(tap));
+                // The reading a finished response asks for, so its record goes out now.
+                sample(tap, client, upstream);
+                reply = Some(LocalReply::new(answer.bytes));
+                progress = true;
             }
-            idle.as_mut().reset(deadline);
-            progress = true;
-        }
+            if to_upstream.read_closed && to_upstream.is_empty() {
+                // A client that shut down its write side after a command (`mariadb < file`,
+                // shutdown(SHUT_WR)) still reads the answer, as it would from the server:
+                // the half-close is passed on and the answer relayed; the server closes
+                // after answering, which ends the pump below.
+                if session.is_idle() && reply.is_none() {
+                    return Poll::Ready(Ok(Ended::ClientClosed));
+                }
+                if !upstream_shut && let Poll::Ready(shut) = std::pin::Pin::new(&mut *upstream).poll_shutdown(cx) {
+                    shut.map_err(RelayError::Upstream)?;
+                    upstream_shut = true;
+                    progress = true;
+                }
+            }
 
-        if !progress {
-            return Poll::Pending;
+            // Upstream → client.
+            let fresh = match seeded.1.take() {
+                Some(fresh) => Some(fresh),
+                None => to_client.poll_fill(cx, (upstream, Peer::Upstream), true, &mut progress)?,
+            };
+            if let Some((read, written)) = wire
+                && let Some(now) = upstream.wire_counters()
+            {
+                // Before the read is scanned, so a response's frames are counted before
+                // its last packet finishes the record.
+                tap.wire(Direction::ToUpstream, now.1 - written);
+                tap.wire(Direction::ToClient, now.0 - read);
+                wire = Some(now);
+            }
+            // rttscope's own answer goes first: anything the server sends now answers
+            // what the client sent after it.
+            if let Some(pending) = &mut reply
+                && pending.poll_send(cx, client, &mut progress)?
+            {
+                reply = None;
+            }
+            if renumber && let Some(fresh) = &fresh {
+                see_upstream(&mut to_client, fresh, session, tap, true);
+            }
+            if reply.is_none() {
+                progress |= to_client.poll_send(cx, (client, Peer::Client))?;
+            }
+            if let Some(fresh) = fresh {
+                last_activity = fresh.arrived;
+                if !renumber {
+                    see_upstream(&mut to_client, &fresh, session, tap, false);
+                }
+                sample(tap, client, upstream);
+            }
+            // A full buffer the client does not drain: we have stopped reading upstream for it.
+            let held = to_client.held_off_by_peer();
+            if held != held_off {
+                held_off = held;
+                tap.held_off(held, Instant::now());
+            }
+            if to_client.read_closed && to_client.is_empty() {
+                // The server closing after the client's half-close is the client's doing.
+                if upstream_shut {
+                    return Poll::Ready(Ok(Ended::ClientClosed));
+                }
+                let mid_response = !session.is_idle() || !to_client.scanner.at_boundary();
+                return Poll::Ready(Ok(Ended::UpstreamClosed { mid_response }));
+            }
+
+            if !draining && shutdown.poll_started(cx) {
+                draining = true;
+            }
+            if draining
+                && reply.is_none()
+                && session.is_idle()
+                && to_upstream.scanner.at_boundary()
+                && to_upstream.is_empty()
+                && to_client.is_empty()
+            {
+                // What the client already sent is in flight too: if bytes are
+                // waiting, take them first (the read above is registered and
+                // wakes us when the runtime sees them). Nothing, or closed: done.
+                if !bytes_waiting(client) {
+                    return Poll::Ready(Ok(Ended::Drained));
+                }
+            }
+
+            if timer.as_mut().poll(cx).is_ready() {
+                let moved = to_upstream.moved() + to_client.moved();
+                match timeouts.check(Instant::now(), &mut last_activity, moved, tap.0.busy_since_us()) {
+                    Ok(next) => timer.as_mut().reset(next),
+                    Err(ended) => return Poll::Ready(Ok(ended)),
+                }
+                progress = true;
+            }
+
+            if !progress {
+                return Poll::Pending;
+            }
         }
     })
     .await
+}
+
+/// Lets the observers see bytes read from the server; with `renumber`, rewriting their
+/// sequence ids (before they are written).
+fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers, renumber: bool) {
+    tap.arrived(Direction::ToClient, fresh.arrived, fresh.released, fresh.range.len());
+    let boundary = if renumber {
+        to_client.scan_mut(fresh, |scanner, bytes| {
+            scanner.scan_mut(bytes, &mut session.upstream(tap));
+            scanner.at_boundary()
+        })
+    } else {
+        // Uncompressed long hop: how well its results would compress is sampled instead.
+        tap.response_bytes(to_client.fresh_bytes(fresh));
+        to_client.scan(fresh, |scanner, bytes| {
+            scanner.scan(bytes, &mut session.upstream(tap));
+            scanner.at_boundary()
+        })
+    };
+    session.upstream_at_boundary(boundary);
+}
+
+/// A statement rttscope answers itself: how many client bytes it took, and the answer.
+struct LocalAnswer {
+    withheld: usize,
+    bytes: Vec<u8>,
+}
+
+/// When `fresh` starts with a statement `answers` claims, at a point where answering it
+/// cannot reorder anything (synchronised, nothing in flight, nothing older waiting to go
+/// upstream): takes it out of the stream and returns the answer.
+fn answer_locally(
+    to_upstream: &mut HalfPipe,
+    fresh: &Fresh,
+    session: &Session,
+    answers: &dyn LocalAnswers,
+    conn_id: u64,
+) -> Option<LocalAnswer> {
+    if !(session.is_synced() && session.is_idle() && to_upstream.scanner.at_boundary()) {
+        return None;
+    }
+    let capabilities = session.capabilities();
+    let (withheld, sql) = local::claimed(to_upstream.fresh_bytes(fresh), capabilities, answers)?;
+    let context =
+        LocalContext { conn_id, capabilities, server_status: session.server_status(), identity: session.identity() };
+    let bytes = answers.answer(sql, &context);
+    to_upstream.withhold(fresh, withheld).then_some(LocalAnswer { withheld, bytes })
+}
+
+/// The idle and query timeouts, checked only when their timer fires.
+struct Timeouts {
+    idle: Option<Duration>,
+    query: Option<Duration>,
+    /// The pipes' byte counters at the last check.
+    moved: u64,
+}
+
+/// A timer that never fires in practice.
+const NEVER: Duration = Duration::from_secs(86400 * 365);
+
+impl Timeouts {
+    fn new(settings: &PumpSettings) -> Timeouts {
+        Timeouts { idle: settings.idle_timeout, query: settings.query_timeout, moved: 0 }
+    }
+
+    /// When to look first.
+    fn first(&self, now: Instant) -> Instant {
+        now + self.idle.unwrap_or(NEVER).min(self.query.unwrap_or(NEVER))
+    }
+
+    /// At `now`, with `moved` bytes moved so far and a command in flight since
+    /// `busy_since_us` (if any): how the connection ends, or when to look again.
+    fn check(
+        &mut self,
+        now: Instant,
+        last_activity: &mut Instant,
+        moved: u64,
+        busy_since_us: Option<u64>,
+    ) -> Result<Instant, Ended> {
+        if moved != self.moved {
+            self.moved = moved;
+            *last_activity = (*last_activity).max(now);
+        }
+        let mut next = now + NEVER;
+        if let Some(since) = busy_since_us {
+            // A command in flight is never idle.
+            *last_activity = now;
+            if let Some(query) = self.query {
+                let waited = Duration::from_micros(micros(now).saturating_sub(since));
+                if waited >= query {
+                    return Err(Ended::QueryTimeout);
+                }
+                next = next.min(now + (query - waited));
+            }
+        } else if let Some(query) = self.query {
+            // A command may start any moment: look again within one timeout.
+            next = next.min(now + query);
+        }
+        if let Some(idle) = self.idle {
+            let deadline = *last_activity + idle;
+            if busy_since_us.is_none() && now >= deadline {
+                return Err(Ended::IdleTimeout);
+            }
+            next = next.min(deadline.max(now + Duration::from_millis(1)));
+        }
+        Ok(next)
+    }
+}
+
+/// Lets the link probe read the sockets (if a reading is due) and tells the
+/// other observers what it read.
+fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
+    let Some(up) = upstream.transport().tcp() else { return };
+    let (reading, counters) = tap.1.sample(up, client.transport().tcp());
+    if let Some(reading) = reading {
+        tap.link_sample(&reading);
+    }
+    if let Some(counters) = counters {
+        tap.loss_counters(&counters);
+    }
+}
+
+/// Whether the client has sent bytes rttscope has not read: a peek at the socket itself
+/// (under any TLS or compression). Asked of the kernel, not the runtime: the runtime may
+/// not have noticed bytes that arrived a moment ago, and a client's last command (its
+/// COM_QUIT, say) must not be cut off for that.
+fn bytes_waiting(client: &Leg) -> bool {
+    let mut probe = [std::mem::MaybeUninit::<u8>::uninit(); 1];
+    let peeked = match client.transport() {
+        Transport::Unix(unix) => socket2::SockRef::from(unix).peek(&mut probe),
+        transport => match transport.tcp() {
+            Some(tcp) => socket2::SockRef::from(tcp).peek(&mut probe),
+            None => return false,
+        },
+    };
+    matches!(peeked, Ok(n) if n > 0)
 }

@@ -23,7 +23,11 @@ pub enum DialError {
 }
 
 /// Connects to `addr`, trying each resolved address in turn, all within `timeout`.
-pub async fn dial(addr: &UpstreamAddr, relay: &RelayConfig, timeout: Duration) -> Result<(TcpStream, SocketAddr), DialError> {
+pub async fn dial(
+    addr: &UpstreamAddr,
+    relay: &RelayConfig,
+    timeout: Duration,
+) -> Result<(TcpStream, SocketAddr), DialError> {
     let attempt = async {
         let resolved = tokio::net::lookup_host((addr.host(), addr.port()))
             .await
@@ -42,27 +46,52 @@ pub async fn dial(addr: &UpstreamAddr, relay: &RelayConfig, timeout: Duration) -
         .unwrap_or_else(|_| Err(DialError::Timeout { addr: addr.clone(), timeout }))
 }
 
+/// Says once, at start, that fixed upstream buffers turn the kernel's autotuning off (it is
+/// true of every connection; saying it per connection would bury the log).
+pub(super) fn warn_fixed_buffers(relay: &RelayConfig) {
+    if let Some(size) = relay.upstream_sndbuf {
+        tracing::warn!(%size, "relay.upstream_sndbuf is set: send-buffer autotuning is off for upstream sockets");
+    }
+    if let Some(size) = relay.upstream_rcvbuf {
+        tracing::warn!(%size, "relay.upstream_rcvbuf is set: receive-window autotuning is off for upstream sockets");
+    }
+}
+
 async fn connect(target: SocketAddr, relay: &RelayConfig) -> io::Result<TcpStream> {
-    let socket = if target.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = {
+        // Not while the listener hands its reserve descriptor to a client it must refuse.
+        let _gate = super::FD_GATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if target.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? }
+    };
     // Buffer sizes must be set before connect to shape the window scale
     // negotiated in the SYN. They are off by default: a fixed buffer is one
     // window per round trip, the very limit rttscope exists to expose.
     if let Some(size) = relay.upstream_sndbuf {
-        tracing::warn!(%size, "relay.upstream_sndbuf is set: send-buffer autotuning is off for upstream sockets");
         socket.set_send_buffer_size(clamp_u32(size.0))?;
     }
     if let Some(size) = relay.upstream_rcvbuf {
-        tracing::warn!(%size, "relay.upstream_rcvbuf is set: receive-window autotuning is off for upstream sockets");
         socket.set_recv_buffer_size(clamp_u32(size.0))?;
     }
     let stream = socket.connect(target).await?;
     stream.set_nodelay(true)?;
+    keep_alive(&stream, relay)?;
+    // A dead long hop is noticed in seconds, not after the kernel's ~15 minutes of retries.
+    let user_timeout = relay.user_timeout.0;
+    if !user_timeout.is_zero() {
+        SockRef::from(&stream).set_tcp_user_timeout(Some(user_timeout))?;
+    }
+    Ok(stream)
+}
+
+/// TCP keepalive as `relay.keepalive` says (both legs): a peer or path that died without
+/// a word is noticed, and its connection slot freed.
+pub(super) fn keep_alive(stream: &TcpStream, relay: &RelayConfig) -> io::Result<()> {
     let keepalive = relay.keepalive.0;
     if !keepalive.is_zero() {
         let params = TcpKeepalive::new().with_time(keepalive).with_interval(keepalive.min(Duration::from_secs(10)));
-        SockRef::from(&stream).set_tcp_keepalive(&params)?;
+        SockRef::from(stream).set_tcp_keepalive(&params)?;
     }
-    Ok(stream)
+    Ok(())
 }
 
 fn clamp_u32(v: u64) -> u32 {

@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-use super::fmt::{bytes, count, us};
-use super::{QueryReport, Report};
+use super::escape::html as escape;
+use super::{QueryReport, Report, WindowKind};
+use crate::human::{bytes, count, counted, us};
 
 const CHARTED: usize = 15;
 
@@ -13,21 +14,6 @@ pub fn render_html(r: &Report) -> String {
     // Writing to a String cannot fail.
     let _ = write_page(&mut o, r);
     o
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
@@ -41,8 +27,26 @@ code{font-family:ui-monospace,monospace}svg text{font:11px system-ui,sans-serif;
 
 fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     let t = &r.totals;
-    writeln!(o, "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rttscope report</title><style>{STYLE}</style></head><body>")?;
-    writeln!(o, "<h1>rttscope report</h1><p class=\"muted\">{} · generated {} · window {}</p>", escape(&r.generator), escape(&r.generated_at), us(r.window_us))?;
+    writeln!(
+        o,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rttscope report</title><style>{STYLE}</style></head><body>"
+    )?;
+    writeln!(
+        o,
+        "<h1>rttscope report</h1><p class=\"muted\">{} · generated {} · window {}</p>",
+        escape(&r.generator),
+        escape(&r.generated_at),
+        us(r.window_us)
+    )?;
+    if let Some(w) = r.window.as_ref().filter(|w| w.kind == WindowKind::Rolling) {
+        writeln!(
+            o,
+            "<p class=\"muted\">Rolling window: the last {} (asked), from {} to {}.</p>",
+            us(w.requested_us),
+            escape(&w.start),
+            escape(&w.end)
+        )?;
+    }
     writeln!(
         o,
         "<p class=\"totals\"><span><b>{}</b> commands</span><span><b>{}</b> round trips</span><span><b>{}</b> in commands</span>\
@@ -65,7 +69,11 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
         )?;
     }
     if t.events_dropped > 0 {
-        writeln!(o, "<p class=\"muted\">{} records dropped: the collector fell behind (forwarding never waits).</p>", count(t.events_dropped))?;
+        writeln!(
+            o,
+            "<p class=\"muted\">{} records dropped: the collector fell behind (forwarding never waits).</p>",
+            count(t.events_dropped)
+        )?;
     }
 
     writeln!(o, "<h2 id=\"findings\">Findings</h2>")?;
@@ -73,21 +81,21 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
         writeln!(o, "<p class=\"muted\">No findings.</p>")?;
     }
     for f in &r.findings {
-        let summary = f.evidence.get("summary").and_then(|s| s.as_str()).unwrap_or("");
         writeln!(
             o,
-            "<div class=\"finding {}\"><b>{}</b> · {} round trips · {} <br>{}<br><span class=\"muted\">statement {}</span>",
-            escape(&f.severity),
-            escape(&f.kind),
-            count(f.round_trips),
+            "<div class=\"finding {}\"><b>{}</b> · {} · {} <br>{}<br><span class=\"muted\">statement {}</span>",
+            f.severity,
+            f.kind,
+            counted(f.round_trips, "round trip", "round trips"),
             us(f.cost_us),
-            escape(summary),
+            escape(&f.evidence.summary),
             escape(&f.fingerprint_id)
         )?;
         for w in &f.what_if {
-            if let Some(line) = w.get("summary").and_then(|s| s.as_str()) {
-                writeln!(o, "<br>What if: {}", escape(line))?;
-            }
+            writeln!(o, "<br>What if: {}", escape(&w.summary))?;
+        }
+        if let Some(e) = &f.emulation {
+            writeln!(o, "<br>Checked on the emulated link: {}", escape(&e.summary))?;
         }
         writeln!(o, "<br><b>Fix:</b> {}</div>", escape(&f.suggestion))?;
     }
@@ -103,8 +111,13 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     if !r.links.is_empty() {
         writeln!(o, "<h2 id=\"links\">Upstream link</h2>")?;
         for l in &r.links {
-            let get = |k: &str| l.detail.get(k).and_then(|s| s.as_str()).unwrap_or("").to_owned();
-            writeln!(o, "<div class=\"link\"><b>{}</b>: {}<br><b>Fix:</b> {}</div>", escape(&l.limit), escape(&get("summary")), escape(&get("fix")))?;
+            writeln!(
+                o,
+                "<div class=\"link\"><b>{}</b>: {}<br><b>Fix:</b> {}</div>",
+                l.limits(),
+                escape(&l.summary),
+                escape(&l.fix)
+            )?;
         }
     }
 
@@ -114,7 +127,10 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     writeln!(o, "<h2 id=\"time\">Time per statement: to first byte, then transfer</h2>")?;
     time_chart(o, &charted)?;
 
-    writeln!(o, "<h2 id=\"statements\">Statements</h2><table><tr><th>#</th><th>Calls</th><th>Round trips</th><th>Time</th><th>p50</th><th>p99</th><th>First byte p50</th><th>Rows</th><th>Down</th><th>Distribution</th><th class=\"sql\">Statement</th></tr>")?;
+    writeln!(
+        o,
+        "<h2 id=\"statements\">Statements</h2><table><tr><th>#</th><th>Calls</th><th>Round trips</th><th>Time</th><th>p50</th><th>p99</th><th>First byte p50</th><th>Rows</th><th>Down</th><th>Distribution</th><th class=\"sql\">Statement</th></tr>"
+    )?;
     for (i, q) in r.queries.iter().enumerate() {
         write!(
             o,
@@ -127,14 +143,27 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
             us(q.latency_us.p99),
             us(q.first_byte_us.p50),
             count(q.rows.sum),
-            bytes(q.bytes.down)
+            down_cell(&q.bytes)
         )?;
         distribution(o, q)?;
-        writeln!(o, "</td><td class=\"sql\" title=\"{}\">{}</td></tr>", escape(&q.fingerprint_id), escape(&q.fingerprint))?;
+        writeln!(
+            o,
+            "</td><td class=\"sql\" title=\"{}\">{}</td></tr>",
+            escape(&q.fingerprint_id),
+            escape(&q.fingerprint)
+        )?;
     }
     writeln!(o, "</table>")?;
+    for (i, q) in r.queries.iter().enumerate() {
+        if let Some(waits) = q.retransmission_waits.sentence(q.count, &q.latency_us) {
+            writeln!(o, "<p class=\"retransmits\">#{} {}: {}</p>", i + 1, escape(&q.fingerprint), escape(&waits))?;
+        }
+    }
 
-    writeln!(o, "<h2 id=\"connections\">Connections</h2><table><tr><th>id</th><th class=\"sql\">client</th><th class=\"sql\">user</th><th class=\"sql\">schema</th><th>open</th><th>commands</th><th>round trips</th><th>p50</th><th>down</th></tr>")?;
+    writeln!(
+        o,
+        "<h2 id=\"connections\">Connections</h2><table><tr><th>id</th><th class=\"sql\">client</th><th class=\"sql\">user</th><th class=\"sql\">schema</th><th>open</th><th>commands</th><th>round trips</th><th>p50</th><th>down</th></tr>"
+    )?;
     for c in &r.connections {
         writeln!(
             o,
@@ -154,7 +183,12 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
 }
 
 /// Horizontal bars, one per statement, labelled by rank.
-fn bar_chart(o: &mut String, qs: &[&QueryReport], value: impl Fn(&QueryReport) -> f64, label: impl Fn(&QueryReport) -> String) -> std::fmt::Result {
+fn bar_chart(
+    o: &mut String,
+    qs: &[&QueryReport],
+    value: impl Fn(&QueryReport) -> f64,
+    label: impl Fn(&QueryReport) -> String,
+) -> std::fmt::Result {
     let max = qs.iter().map(|q| value(q)).fold(0.0, f64::max).max(1.0);
     let height = 22 * qs.len() + 4;
     writeln!(o, "<svg width=\"900\" height=\"{height}\" role=\"img\" aria-label=\"bar chart\">")?;
@@ -197,7 +231,12 @@ fn time_chart(o: &mut String, qs: &[&QueryReport]) -> std::fmt::Result {
         )?;
     }
     let y = 22 * qs.len() + 16;
-    writeln!(o, "<rect x=\"40\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#4a7fb5\"/><text x=\"55\" y=\"{y}\">to first byte</text><rect x=\"150\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#e0a040\"/><text x=\"165\" y=\"{y}\">transfer</text></svg>", y - 9, y - 9)
+    writeln!(
+        o,
+        "<rect x=\"40\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#4a7fb5\"/><text x=\"55\" y=\"{y}\">to first byte</text><rect x=\"150\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#e0a040\"/><text x=\"165\" y=\"{y}\">transfer</text></svg>",
+        y - 9,
+        y - 9
+    )
 }
 
 /// A small latency histogram (power-of-two buckets) inline in the table.
@@ -208,7 +247,27 @@ fn distribution(o: &mut String, q: &QueryReport) -> std::fmt::Result {
     write!(o, "<svg width=\"124\" height=\"28\" role=\"img\" aria-label=\"latency distribution\">")?;
     for (i, [upper, c]) in q.distribution.iter().enumerate() {
         let h = (*c as f64 / max * 26.0).max(1.0);
-        write!(o, "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#4a7fb5\"><title>≤ {}: {}</title></rect>", i as f64 * w, 27.0 - h, (w - 1.0).max(1.0), us(*upper), count(*c))?;
+        write!(
+            o,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#4a7fb5\"><title>≤ {}: {}</title></rect>",
+            i as f64 * w,
+            27.0 - h,
+            (w - 1.0).max(1.0),
+            us(*upper),
+            count(*c)
+        )?;
     }
     write!(o, "</svg>")
+}
+
+/// Bytes down, and beside them the long hop's compression ratio when its wire bytes differ.
+fn down_cell(b: &super::BytesReport) -> String {
+    match b.wire_ratio() {
+        Some(ratio) => format!(
+            "{} <span title=\"on the long hop's wire\">(wire {}, {ratio:.1}:1)</span>",
+            bytes(b.down),
+            bytes(b.wire_down)
+        ),
+        None => bytes(b.down),
+    }
 }

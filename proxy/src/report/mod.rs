@@ -1,25 +1,67 @@
-//! Reports: the versioned JSON schema (documented in `docs/report-schema.md`),
-//! built from the aggregates, and its text and HTML renderings.
+//! Reports: the versioned JSON schema (documented in `docs/report-schema.md`), and its text
+//! and HTML renderings. The one place the schema is built: from the aggregates, the findings
+//! engine's [`Assessed`] findings and the link's [`LinkVerdict`]s, typed values all.
+//!
+//! - `mod.rs`: the report, its totals, statements, connections and recording-wide what-ifs;
+//! - `finding`: `findings[]`, with a typed evidence object per kind;
+//! - `link`: `links[]`;
+//! - `window`: `window`, the stretch of the recording a report covers;
+//! - `atomic`: writing a report file whole or not at all; `snapshots`: the periodic ones;
+//! - `text`, `html`: the renderings, which show untrusted text through `escape`;
+//! - `diff`: two reports compared (`rttscope report --diff`), and its renderings.
 
+mod atomic;
+pub mod diff;
+mod escape;
+mod finding;
 mod html;
+mod link;
+pub mod snapshots;
 mod text;
+mod window;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use rttscope_config::Scenario;
+use rttscope_config::{ReportFormat, Scenario};
 
-use crate::findings::whatif::{project, projections, Measured};
+use crate::findings::Assessed;
+use crate::findings::whatif::{Measured, project, projections};
+use crate::link::LinkVerdict;
+use crate::live::Legs;
 use crate::protocol::constants::command;
 pub use crate::record::Totals;
-use crate::record::{Aggregates, ConnectionStats, LatencySummary, QueryStats, OTHER_FINGERPRINT};
+use crate::record::{Aggregates, ConnectionStats, LatencySummary, OTHER_FINGERPRINT, QueryStats, Window};
 
+pub use finding::{
+    ChattyEvidence, ChurnEvidence, CompressionEvidence, CompressionSaving, EmulationReport, Evidence, EvidenceDetail,
+    FetchEvidence, FindingReport, LoopEvidence, PagesEvidence, StatementRoundTrips, WhatIf,
+};
 pub use html::render_html;
+pub use link::{LinkReport, LossReport};
 pub use text::render_text;
+pub use window::{WindowKind, WindowReport};
+
+/// The report in `format`: pretty JSON (the versioned schema), text or a
+/// self-contained HTML page. The one place every output path renders.
+pub fn render(report: &Report, format: ReportFormat) -> Result<String, serde_json::Error> {
+    Ok(match format {
+        ReportFormat::Json => serde_json::to_string_pretty(report)? + "\n",
+        ReportFormat::Text => render_text(report),
+        ReportFormat::Html => render_html(report),
+    })
+}
+
+/// Writes the report to `path` in `format`, atomically and durably (a temporary file
+/// beside it, fsync, then a rename), so a reader never sees half a report.
+pub fn write(report: &Report, format: ReportFormat, path: &std::path::Path) -> std::io::Result<()> {
+    let body = render(report, format).map_err(std::io::Error::other)?;
+    atomic::write(path, body.as_bytes())
+}
 
 /// Bumped on any incompatible change to the JSON below.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -27,8 +69,13 @@ pub struct Report {
     pub generator: String,
     /// RFC 3339, UTC.
     pub generated_at: String,
-    /// Length of the recording window (since start or the last reset), µs.
+    /// Length of the recording window (since start or the last reset, or the rolling
+    /// window asked for), µs.
     pub window_us: u64,
+    /// Which stretch of the recording this covers. `None` only in reports written before
+    /// it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowReport>,
     pub totals: Totals,
     /// One entry per statement class, by total time, slowest first.
     pub queries: Vec<QueryReport>,
@@ -102,6 +149,57 @@ pub struct QueryReport {
     /// A literal example; only with `report.examples: true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example: Option<String>,
+    /// Executions whose response rttscope could not follow (forwarded anyway; their
+    /// counts are partial). 0 normally.
+    #[serde(default)]
+    pub unparsed: u64,
+    /// Executions held up by a retransmission on the long hop.
+    #[serde(default)]
+    pub retransmission_waits: RetransmissionWaits,
+    /// How well its results compress, measured on samples while the long hop was not
+    /// compressed; absent when nothing was sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressibility: Option<CompressibilityReport>,
+}
+
+/// `queries[].compressibility`: slices of large results compressed with zlib (the
+/// compressed protocol's default), off the forwarding path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompressibilityReport {
+    pub samples: u64,
+    pub sampled_bytes: u64,
+    pub compressed_bytes: u64,
+    /// `sampled_bytes / compressed_bytes`: 2.0 is 2:1.
+    pub ratio: f64,
+}
+
+/// `queries[].retransmission_waits`: the executions whose command or response waited for a
+/// lost segment to be sent again (the long-haul socket retransmitted, or received segments
+/// behind a hole, while they were in flight).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RetransmissionWaits {
+    pub count: u64,
+    /// Of the executions at or above the statement's p99, how many waited.
+    pub at_or_above_p99: u64,
+    /// Their latencies, request to last byte.
+    pub latency_us: LatencySummary,
+}
+
+impl RetransmissionWaits {
+    /// "p99 410 ms: 3 of 1,000 executions waited for a retransmission (…)"; `None` when none did.
+    pub fn sentence(&self, executions: u64, latency: &LatencySummary) -> Option<String> {
+        (self.count > 0).then(|| {
+            format!(
+                "p99 {}: {} of {} executions waited for a retransmission, {} of them at or above p99; they took p50 {}, max {}",
+                crate::human::us(latency.p99),
+                crate::human::count(self.count),
+                crate::human::count(executions),
+                crate::human::count(self.at_or_above_p99),
+                crate::human::us(self.latency_us.p50),
+                crate::human::us(self.latency_us.max)
+            )
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +213,31 @@ pub struct BytesReport {
     pub up: u64,
     pub down: u64,
     pub max_down: u64,
+    /// What crossed the long hop's wire, up and down: less than `up`/`down` when it is compressed.
+    #[serde(default)]
+    pub wire_up: u64,
+    #[serde(default)]
+    pub wire_down: u64,
+}
+
+impl BytesReport {
+    /// Payload bytes per wire byte on the long hop (both ways), when they differ: the
+    /// compressed protocol's ratio there.
+    pub fn wire_ratio(&self) -> Option<f64> {
+        let (payload, wire) = (self.up + self.down, self.wire_up + self.wire_down);
+        (wire > 0 && wire != payload).then(|| payload as f64 / wire as f64)
+    }
+
+    /// ", on the long hop's wire 1.2 KiB up, 40.0 KiB down (12.3:1)", when it differs.
+    pub fn wire_words(&self) -> String {
+        self.wire_ratio().map_or(String::new(), |ratio| {
+            format!(
+                ", on the long hop's wire {} up, {} down ({ratio:.1}:1)",
+                crate::human::bytes(self.wire_up),
+                crate::human::bytes(self.wire_down)
+            )
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -133,34 +256,18 @@ pub struct ConnectionReport {
     pub latency_us: LatencySummary,
     pub bytes: BytesReport,
     pub rows: u64,
-}
-
-/// A query-pattern finding (see the findings module).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FindingReport {
-    pub kind: String,
-    pub severity: String,
-    pub fingerprint_id: String,
-    pub evidence: serde_json::Value,
-    pub round_trips: u64,
-    pub cost_us: u64,
-    pub suggestion: String,
-    pub what_if: Vec<serde_json::Value>,
-}
-
-/// A verdict on the upstream link (see the link module).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LinkReport {
-    pub limit: String,
-    #[serde(flatten)]
-    pub detail: serde_json::Map<String, serde_json::Value>,
+    /// How each leg is carried (TLS version and cipher, compression) and the client library.
+    #[serde(default)]
+    pub legs: Legs,
 }
 
 /// What a report is built from besides the aggregates.
 #[derive(Default)]
 pub struct Extras {
-    pub findings: Vec<FindingReport>,
-    pub links: Vec<LinkReport>,
+    /// The findings, ranked.
+    pub findings: Vec<Assessed>,
+    /// The recent link verdicts, newest last.
+    pub links: Vec<LinkVerdict>,
     pub events_dropped: u64,
 }
 
@@ -169,31 +276,57 @@ impl Report {
         let t = aggregates.totals;
         let since = aggregates.since_us;
         let total_time = t.time_us.max(1) as f64;
-        let queries = aggregates
-            .queries()
-            .into_iter()
-            .map(|q| query_report(q, total_time))
-            .collect();
+        let queries = aggregates.queries().into_iter().map(|q| query_report(q, total_time)).collect();
         let connections = aggregates.connections().map(|c| connection_report(c, since)).collect();
         Report {
             schema_version: SCHEMA_VERSION,
             generator: format!("rttscope {}", env!("CARGO_PKG_VERSION")),
             generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             window_us: now_us.saturating_sub(since),
+            window: Some(WindowReport::cumulative(since, now_us)),
             totals: Totals { events_dropped: extras.events_dropped, ..t },
             queries,
             connections,
-            findings: extras.findings,
-            links: extras.links,
+            findings: extras.findings.iter().map(FindingReport::from).collect(),
+            links: extras.links.iter().map(LinkReport::from).collect(),
             what_if: what_if(aggregates, scenarios),
         }
     }
 }
 
+impl Report {
+    /// A report of a rolling window: its statements, totals, connections and what-ifs,
+    /// the link verdicts made in it, and `findings`, the engine's of the same window
+    /// ([`FindingsEngine::report_since`](crate::findings::FindingsEngine::report_since)).
+    pub fn build_window(
+        window: &Window,
+        requested_us: u64,
+        now_us: u64,
+        scenarios: &[Scenario],
+        findings: Vec<Assessed>,
+        links: impl IntoIterator<Item = LinkVerdict>,
+    ) -> Report {
+        let start = window.aggregates.since_us;
+        let extras = Extras {
+            findings,
+            links: links.into_iter().filter(|l| l.at_us >= start).collect(),
+            events_dropped: window.events_dropped,
+        };
+        let mut report = Report::build(&window.aggregates, now_us, scenarios, extras);
+        report.window = Some(WindowReport::rolling(start, now_us, requested_us, window.resolution_us));
+        report
+    }
+}
+
 fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
     let t = a.totals;
-    let recording =
-        Measured { elapsed_us: t.time_us, round_trips: t.round_trips, bytes: t.bytes_up + t.bytes_down, observed_rtt_us: u64::from(a.rtt_us) };
+    let recording = Measured {
+        took_us: t.time_us,
+        round_trips: t.round_trips,
+        bytes: t.wire_up + t.wire_down,
+        observed_rtt_us: u64::from(a.rtt_us),
+        injected_us: t.injected_us,
+    };
     projections(recording, scenarios, "the recorded work")
         .into_iter()
         .map(|p| {
@@ -201,12 +334,17 @@ fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
                 .connections()
                 .map(|c| {
                     let m = Measured {
-                        elapsed_us: c.latency.sum(),
+                        took_us: c.latency.sum(),
                         round_trips: c.round_trips,
-                        bytes: c.bytes_up + c.bytes_down,
+                        bytes: c.wire_up + c.wire_down,
                         observed_rtt_us: u64::from(c.rtt_us),
+                        injected_us: c.injected_us,
                     };
-                    ConnectionProjection { id: c.id, observed_us: m.elapsed_us, projected_us: project(m, p.rtt_us, p.bandwidth_bps) }
+                    ConnectionProjection {
+                        id: c.id,
+                        observed_us: m.took_us,
+                        projected_us: project(m, p.rtt_us, p.bandwidth_bps),
+                    }
                 })
                 .collect();
             WhatIfReport {
@@ -232,7 +370,25 @@ fn query_report(q: &QueryStats, total_time: f64) -> QueryReport {
         first_byte_us: q.first_byte.summary(),
         latency_us: q.latency.summary(),
         rows: RowsReport { sum: q.rows_sum, max: q.rows_max },
-        bytes: BytesReport { up: q.bytes_up, down: q.bytes_down, max_down: q.max_down },
+        bytes: BytesReport {
+            up: q.bytes_up,
+            down: q.bytes_down,
+            max_down: q.max_down,
+            wire_up: q.wire_up,
+            wire_down: q.wire_down,
+        },
+        unparsed: q.unparsed,
+        retransmission_waits: RetransmissionWaits {
+            count: q.retransmission_waits.count(),
+            at_or_above_p99: q.retransmission_waits.count_at_least(q.latency.summary().p99),
+            latency_us: q.retransmission_waits.summary(),
+        },
+        compressibility: (q.compressibility.samples > 0).then(|| CompressibilityReport {
+            samples: q.compressibility.samples,
+            sampled_bytes: q.compressibility.sampled_bytes,
+            compressed_bytes: q.compressibility.compressed_bytes,
+            ratio: q.compressibility.ratio(),
+        }),
         commands: q.commands.iter().map(|&(c, n)| (command::name(c).to_owned(), n)).collect(),
         time_share: q.latency.sum() as f64 / total_time,
         distribution: q.latency.distribution().into_iter().map(|(u, c)| [u, c]).collect(),
@@ -256,42 +412,17 @@ fn connection_report(c: &ConnectionStats, since: u64) -> ConnectionReport {
         errors: c.errors,
         round_trips: c.round_trips,
         latency_us: c.latency.summary(),
-        bytes: BytesReport { up: c.bytes_up, down: c.bytes_down, max_down: 0 },
+        bytes: BytesReport {
+            up: c.bytes_up,
+            down: c.bytes_down,
+            max_down: 0,
+            wire_up: c.wire_up,
+            wire_down: c.wire_down,
+        },
         rows: c.rows,
+        legs: c.legs.clone(),
     }
 }
 
-/// Human-sized numbers for the text and HTML renderings.
-pub(crate) mod fmt {
-    pub fn us(us: u64) -> String {
-        match us {
-            0..1_000 => format!("{us} µs"),
-            1_000..1_000_000 => format!("{:.2} ms", us as f64 / 1e3),
-            _ => format!("{:.2} s", us as f64 / 1e6),
-        }
-    }
-
-    pub fn bytes(b: u64) -> String {
-        const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-        let mut v = b as f64;
-        let mut unit = 0;
-        while v >= 1024.0 && unit + 1 < UNITS.len() {
-            v /= 1024.0;
-            unit += 1;
-        }
-        if unit == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[unit]) }
-    }
-
-    /// 12345678 → "12,345,678".
-    pub fn count(n: u64) -> String {
-        let digits = n.to_string();
-        let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-        for (i, c) in digits.chars().enumerate() {
-            if i > 0 && (digits.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    }
-}
+#[cfg(test)]
+mod tests;

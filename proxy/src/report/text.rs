@@ -1,12 +1,15 @@
 //! The text report, in the spirit of pt-query-digest: totals, findings
 //! ranked by cost, a profile of statement classes by total time, then each
 //! class in detail — with time to first byte kept apart from time to last
-//! byte, which is the difference between a slow query and a slow link.
+//! byte, which is the difference between a slow query and a slow link. Every string from the
+//! report is shown through `escape::visible`: a control character in SQL cannot forge a line
+//! or drive the terminal.
 
 use std::fmt::Write;
 
-use super::fmt::{bytes, count, us};
-use super::{QueryReport, Report};
+use super::escape::visible as v;
+use super::{BytesReport, QueryReport, Report, WindowKind};
+use crate::human::{bytes, count, counted, us};
 
 /// How many statement classes get a detail section.
 const DETAILED: usize = 20;
@@ -20,15 +23,24 @@ pub fn render_text(r: &Report) -> String {
 
 fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     let t = &r.totals;
-    writeln!(o, "# {} report, generated {}, over {}", r.generator, r.generated_at, us(r.window_us))?;
+    writeln!(o, "# {} report, generated {}, over {}", v(&r.generator), v(&r.generated_at), us(r.window_us))?;
+    if let Some(w) = r.window.as_ref().filter(|w| w.kind == WindowKind::Rolling) {
+        writeln!(
+            o,
+            "# Rolling window: the last {} (asked), from {} to {}",
+            us(w.requested_us),
+            v(&w.start),
+            v(&w.end)
+        )?;
+    }
     writeln!(
         o,
-        "# Totals: {} commands ({} executions), {} round trips, {} errors, {} connections",
-        count(t.commands),
-        count(t.executions),
-        count(t.round_trips),
-        count(t.errors),
-        count(t.connections)
+        "# Totals: {} ({}), {}, {}, {}",
+        counted(t.commands, "command", "commands"),
+        counted(t.executions, "execution", "executions"),
+        counted(t.round_trips, "round trip", "round trips"),
+        counted(t.errors, "error", "errors"),
+        counted(t.connections, "connection", "connections")
     )?;
     writeln!(
         o,
@@ -38,6 +50,11 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         bytes(t.bytes_down),
         count(t.rows)
     )?;
+    let wire =
+        BytesReport { up: t.bytes_up, down: t.bytes_down, max_down: 0, wire_up: t.wire_up, wire_down: t.wire_down };
+    if let Some(words) = wire.wire_words().strip_prefix(", ") {
+        writeln!(o, "#         {words}")?;
+    }
     if t.injected_us > 0 {
         writeln!(
             o,
@@ -47,41 +64,49 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
         )?;
     }
     if t.events_dropped > 0 {
-        writeln!(o, "#         {} records dropped: the collector fell behind (forwarding never waits)", count(t.events_dropped))?;
+        writeln!(
+            o,
+            "#         {} records dropped: the collector fell behind (forwarding never waits)",
+            count(t.events_dropped)
+        )?;
     }
 
     if !r.findings.is_empty() {
         writeln!(o, "\n# Findings, by cost")?;
         for (i, f) in r.findings.iter().enumerate() {
-            writeln!(o, "# {:>2}. [{}] {} — {} round trips, {}", i + 1, f.severity, f.kind, count(f.round_trips), us(f.cost_us))?;
-            writeln!(o, "#     statement {}", f.fingerprint_id)?;
-            if let Some(summary) = f.evidence.get("summary").and_then(|s| s.as_str()) {
-                writeln!(o, "#     {summary}")?;
-            }
+            writeln!(
+                o,
+                "# {:>2}. [{}] {} — {}, {}",
+                i + 1,
+                f.severity,
+                f.kind,
+                counted(f.round_trips, "round trip", "round trips"),
+                us(f.cost_us)
+            )?;
+            writeln!(o, "#     statement {}", v(&f.fingerprint_id))?;
+            writeln!(o, "#     {}", v(&f.evidence.summary))?;
             for w in &f.what_if {
-                if let Some(line) = w.get("summary").and_then(|s| s.as_str()) {
-                    writeln!(o, "#     what if: {line}")?;
-                }
+                writeln!(o, "#     what if: {}", v(&w.summary))?;
             }
-            writeln!(o, "#     fix: {}", f.suggestion)?;
+            if let Some(e) = &f.emulation {
+                writeln!(o, "#     {}", v(&e.summary))?;
+            }
+            writeln!(o, "#     fix: {}", v(&f.suggestion))?;
         }
     }
 
     if !r.what_if.is_empty() {
         writeln!(o, "\n# What if the database were elsewhere")?;
         for w in &r.what_if {
-            writeln!(o, "# {}", w.summary)?;
+            writeln!(o, "# {}", v(&w.summary))?;
         }
     }
 
     if !r.links.is_empty() {
         writeln!(o, "\n# Upstream link")?;
         for l in &r.links {
-            let summary = l.detail.get("summary").and_then(|s| s.as_str()).unwrap_or("");
-            writeln!(o, "# [{}] {summary}", l.limit)?;
-            if let Some(fix) = l.detail.get("fix").and_then(|s| s.as_str()) {
-                writeln!(o, "#     fix: {fix}")?;
-            }
+            writeln!(o, "# [{}] {}", l.limits(), v(&l.summary))?;
+            writeln!(o, "#     fix: {}", v(&l.fix))?;
         }
     }
 
@@ -96,7 +121,7 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             o,
             "# {:>4} {:<16} {:>10} {:>5.1}% {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}  {}",
             i + 1,
-            q.fingerprint_id,
+            v(&q.fingerprint_id),
             us(q.latency_us.sum),
             q.time_share * 100.0,
             count(q.count),
@@ -105,7 +130,7 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             us(q.first_byte_us.p50),
             count(q.rows.sum),
             bytes(q.bytes.down),
-            abbreviate(&q.fingerprint, 60)
+            abbreviate(&v(&q.fingerprint), 60)
         )?;
     }
     for (i, q) in r.queries.iter().take(DETAILED).enumerate() {
@@ -115,28 +140,64 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
 }
 
 fn write_query(o: &mut String, rank: usize, q: &QueryReport) -> std::fmt::Result {
-    writeln!(o, "\n# Statement {rank}: {} — {:.1}% of time", q.fingerprint_id, q.time_share * 100.0)?;
+    writeln!(o, "\n# Statement {rank}: {} — {:.1}% of time", v(&q.fingerprint_id), q.time_share * 100.0)?;
     writeln!(o, "#   count {}, errors {}, round trips {}", count(q.count), count(q.errors), count(q.round_trips))?;
     let l = &q.latency_us;
-    writeln!(o, "#   to last byte   p50 {}  p95 {}  p99 {}  max {}  total {}", us(l.p50), us(l.p95), us(l.p99), us(l.max), us(l.sum))?;
+    writeln!(
+        o,
+        "#   to last byte   p50 {}  p95 {}  p99 {}  max {}  total {}",
+        us(l.p50),
+        us(l.p95),
+        us(l.p99),
+        us(l.max),
+        us(l.sum)
+    )?;
     let f = &q.first_byte_us;
     writeln!(o, "#   to first byte  p50 {}  p95 {}  p99 {}  max {}", us(f.p50), us(f.p95), us(f.p99), us(f.max))?;
-    if q.injected_us > 0 {
-        writeln!(o, "#   emulated link  {} of the {} total; the server's own {}", us(q.injected_us), us(l.sum), us(l.sum.saturating_sub(q.injected_us)))?;
+    if let Some(waits) = q.retransmission_waits.sentence(q.count, l) {
+        writeln!(o, "#   retransmits    {waits}")?;
     }
-    writeln!(o, "#   rows {} (max {}), {} up, {} down (largest response {})", count(q.rows.sum), count(q.rows.max), bytes(q.bytes.up), bytes(q.bytes.down), bytes(q.bytes.max_down))?;
-    let commands: Vec<String> = q.commands.iter().map(|(c, n)| format!("{c} {}", count(*n))).collect();
+    if q.injected_us > 0 {
+        writeln!(
+            o,
+            "#   emulated link  {} of the {} total; the server's own {}",
+            us(q.injected_us),
+            us(l.sum),
+            us(l.sum.saturating_sub(q.injected_us))
+        )?;
+    }
+    writeln!(
+        o,
+        "#   rows {} (max {}), {} up, {} down (largest response {}){}",
+        count(q.rows.sum),
+        count(q.rows.max),
+        bytes(q.bytes.up),
+        bytes(q.bytes.down),
+        bytes(q.bytes.max_down),
+        q.bytes.wire_words()
+    )?;
+    if let Some(c) = &q.compressibility {
+        writeln!(
+            o,
+            "#   compresses     {:.1}:1 with zlib ({} of results sampled, {})",
+            c.ratio,
+            bytes(c.sampled_bytes),
+            counted(c.samples, "sample", "samples")
+        )?;
+    }
+    let commands: Vec<String> = q.commands.iter().map(|(c, n)| format!("{} {}", v(c), count(*n))).collect();
     writeln!(o, "#   commands {}", commands.join(", "))?;
     if q.folded > 0 {
         writeln!(o, "#   ({} statement classes folded in)", count(q.folded))?;
     }
     if let Some(example) = &q.example {
-        writeln!(o, "#   example: {example}")?;
+        writeln!(o, "#   example: {}", v(example))?;
     }
-    writeln!(o, "{}", q.fingerprint)
+    writeln!(o, "{}", v(&q.fingerprint))
 }
 
-fn abbreviate(s: &str, max: usize) -> String {
+/// The first `max` characters of `s`, with an ellipsis when it was longer.
+pub(super) fn abbreviate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();
     }

@@ -6,12 +6,24 @@ use super::*;
 /// A 20 ms path: the tracker has seen the socket say so.
 fn tracker() -> TransferTracker {
     let mut t = TransferTracker::new(1 << 20, Some(6 << 20));
-    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rcv_ssthresh: 3 << 20, rcvbuf: 6 << 20, ..LinkSample::default() });
+    t.sample(&LinkSample {
+        rtt_us: 20_000,
+        min_rtt_us: Some(20_000),
+        rcv_ssthresh: 3 << 20,
+        rcvbuf: 6 << 20,
+        ..LinkSample::default()
+    });
     t
 }
 
 fn window(t: &mut TransferTracker, advertised: u32, rcvbuf: u32) {
-    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rcv_wnd: Some(advertised), rcvbuf, ..LinkSample::default() });
+    t.sample(&LinkSample {
+        rtt_us: 20_000,
+        min_rtt_us: Some(20_000),
+        rcv_wnd: Some(advertised),
+        rcvbuf,
+        ..LinkSample::default()
+    });
 }
 
 #[test]
@@ -24,7 +36,7 @@ fn a_steady_stream_is_the_link() {
     }
     window(&mut t, 3 << 20, 6 << 20);
     let m = t.finished(2_002_000, 25_000_000, 1, 2_002_000).unwrap();
-    assert_eq!(m.limit, Limit::Link, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::Link, "{m:?}");
     assert!((12_000_000..13_000_000).contains(&m.throughput), "{m:?}");
 }
 
@@ -39,7 +51,7 @@ fn bursts_under_a_wide_open_window_are_the_sender() {
     }
     window(&mut t, 1 << 20, 2 << 20);
     let m = t.finished(2_000_000, 3_276_800, 1, 2_000_000).unwrap();
-    assert_eq!(m.limit, Limit::Sender, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::Sender, "{m:?}");
     assert!((30_000..36_000).contains(&m.bytes_per_rtt), "{m:?}");
 }
 
@@ -54,7 +66,7 @@ fn bursts_that_fill_our_window_are_the_receive_window() {
     // We advertised no more than what arrived per round trip.
     window(&mut t, 36_000, 64 << 10);
     let m = t.finished(2_000_000, 3_276_800, 1, 2_000_000).unwrap();
-    assert_eq!(m.limit, Limit::ReceiveWindow, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::ReceiveWindow, "{m:?}");
 }
 
 #[test]
@@ -70,7 +82,7 @@ fn a_window_reopened_piece_by_piece_is_the_receive_window() {
     }
     window(&mut t, 19_072, 32_768);
     let m = t.finished(now, 4_028_068, 1, now).unwrap();
-    assert_eq!(m.limit, Limit::ReceiveWindow, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::ReceiveWindow, "{m:?}");
     assert_eq!(m.idle_us, 0, "{m:?}");
 }
 
@@ -88,7 +100,7 @@ fn loss_recovery_stalls_on_a_full_link_are_the_link() {
     }
     window(&mut t, 8 << 20, 12 << 20);
     let m = t.finished(now, 22_154_068, 1, now).unwrap();
-    assert_eq!(m.limit, Limit::Link, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::Link, "{m:?}");
     assert_eq!((m.idle_us, m.server_pauses), (0, 0), "{m:?}");
 }
 
@@ -107,7 +119,7 @@ fn scattered_short_gaps_at_full_speed_are_the_link() {
     let m = t.finished(now, 22_154_068, 1, now).unwrap();
     let idle = m.idle_us as f64 / m.duration_us as f64;
     assert!((0.15..0.3).contains(&idle), "{idle} {m:?}");
-    assert_eq!(m.limit, Limit::Link, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::Link, "{m:?}");
 }
 
 #[test]
@@ -120,7 +132,7 @@ fn a_transfer_too_quick_to_sample_is_not_a_window() {
         t.read(i * 30);
     }
     let m = t.finished(2_000, 2 << 20, 1, 2_000).unwrap();
-    assert_eq!((m.limit, m.advertised_window), (Limit::Link, 0), "{m:?}");
+    assert_eq!((m.limit, m.advertised_window), (LinkLimit::Link, 0), "{m:?}");
 }
 
 #[test]
@@ -136,7 +148,7 @@ fn holding_off_for_a_slow_client_is_the_client_reader() {
         t.held_off(false, now);
     }
     let m = t.finished(now, 2 << 20, 1, now).unwrap();
-    assert_eq!(m.limit, Limit::ClientReader, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::ClientReader, "{m:?}");
     assert_eq!(m.idle_us, 0, "time held off is not idle pipe");
 }
 
@@ -154,7 +166,7 @@ fn long_silences_are_the_server() {
         t.read(now);
     }
     let m = t.finished(now, 5 << 20, 1, now).unwrap();
-    assert_eq!(m.limit, Limit::Server, "{m:?}");
+    assert_eq!(m.limit, LinkLimit::Server, "{m:?}");
     assert_eq!(m.server_pauses, 10);
 }
 
@@ -167,7 +179,7 @@ fn a_thousand_small_round_trips_at_20_ms_are_latency() {
         verdicts.extend(t.finished(i * 20_400 + 20_300, 200, 1, 20_300));
     }
     assert_eq!(verdicts.len(), 1);
-    assert_eq!((verdicts[0].limit, verdicts[0].round_trips), (Limit::Latency, 1000));
+    assert_eq!((verdicts[0].limit, verdicts[0].round_trips), (LinkLimit::Latency, 1000));
     // On loopback the same queries are not "latency": round trips are a sliver of their time.
     let mut t = TransferTracker::new(1 << 20, None);
     t.sample(&LinkSample { rtt_us: 50, min_rtt_us: Some(50), ..LinkSample::default() });
@@ -175,4 +187,68 @@ fn a_thousand_small_round_trips_at_20_ms_are_latency() {
         t.response_started(i * 400);
         assert_eq!(t.finished(i * 400 + 300, 200, 1, 300), None);
     }
+}
+
+/// A reading after a read: `segments` full 1448-byte segments received so far, `ooo` of
+/// them behind a hole, under a wide-open window.
+fn counters(t: &mut TransferTracker, segments: u32, ooo: u32, advertised: u32) {
+    t.sample(&LinkSample {
+        rtt_us: 20_000,
+        min_rtt_us: Some(20_000),
+        rcv_mss: 1448,
+        rcv_wnd: Some(advertised),
+        rcvbuf: advertised,
+        data_segs_in: Some(segments),
+        rcv_ooopack: Some(ooo),
+        bytes_received: u64::from(segments) * 1448,
+        ..LinkSample::default()
+    });
+}
+
+/// `rtts` round trips of `per_rtt` segments arriving in a burst; every `every`-th burst
+/// begins after a hole was filled (segments queued out of order while the reads waited).
+fn lossy_bursts(t: &mut TransferTracker, rtts: u64, per_rtt: u32, every: u64, advertised: u32) -> u64 {
+    t.response_started(0);
+    let (mut segments, mut ooo) = (0, 0);
+    for rtt in 0..rtts {
+        if rtt % every == every - 1 {
+            ooo += per_rtt;
+        }
+        segments += per_rtt;
+        t.read(rtt * 20_000 + 500);
+        if t.wants_sample() {
+            counters(t, segments, ooo, advertised);
+        }
+        t.read(rtt * 20_000 + 1_500);
+    }
+    counters(t, segments, ooo, advertised);
+    u64::from(segments) * 1448
+}
+
+#[test]
+fn bursts_whose_window_loss_set_are_loss() {
+    let mut t = tracker();
+    // 12 segments per 20 ms and a loss event every 8 round trips: p ≈ 1 %, whose Mathis
+    // bound (1448 B / 20 ms × 1.22 / √p ≈ 0.87 MB/s) is just what arrived.
+    let bytes = lossy_bursts(&mut t, 400, 12, 8, 3 << 20);
+    let m = t.finished(8_000_000, bytes, 1, 8_000_000).unwrap();
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
+    assert_eq!(m.loss.recovery_stalls, 50, "{m:?}");
+    assert_eq!((m.loss.segments_in, m.loss.out_of_order, m.loss.duplicates), (4_800, 600, 0), "{m:?}");
+    let bound = m.loss.loss_limited_throughput.unwrap() as f64;
+    assert!((0.8..1.25).contains(&(m.throughput as f64 / bound)), "{m:?}");
+    // Without the holes the same bursts are a window: the server's.
+    let mut t = tracker();
+    let bytes = lossy_bursts(&mut t, 400, 12, u64::MAX, 3 << 20);
+    let m = t.finished(8_000_000, bytes, 1, 8_000_000).unwrap();
+    assert_eq!((m.limit, m.loss.recovery_stalls), (LinkLimit::Sender, 0), "{m:?}");
+}
+
+#[test]
+fn a_full_window_with_costly_stalls_is_the_window_then_loss() {
+    let mut t = tracker();
+    // Our 8 KiB window full every round trip; a hole every 4th costs far less than the bound.
+    let bytes = lossy_bursts(&mut t, 200, 5, 4, 8 << 10);
+    let m = t.finished(4_000_000, bytes, 1, 4_000_000).unwrap();
+    assert_eq!((m.limit, m.secondary), (LinkLimit::ReceiveWindow, Some(LinkLimit::Loss)), "{m:?}");
 }

@@ -23,7 +23,7 @@ fn mariadb_greeting() {
     // MariaDB clears CLIENT_MYSQL and announces extended capabilities.
     assert_eq!(g.capabilities & CLIENT_MYSQL, 0);
     assert_ne!(g.capabilities & MARIADB_CLIENT_CACHE_METADATA, 0);
-    // This server has no TLS configured; it offers compression, which rttscope masks.
+    // This server has no TLS configured; it offers compression.
     assert_eq!(g.capabilities & CLIENT_SSL, 0);
     assert_ne!(g.capabilities & CLIENT_COMPRESS, 0);
     assert_ne!(g.capabilities & CLIENT_DEPRECATE_EOF, 0);
@@ -34,7 +34,7 @@ fn masking_the_greeting_keeps_everything_else() {
     let original = hex(GREETING);
     let mut payload = original.clone();
     let mut g = HandshakeV10::parse(&payload).unwrap();
-    g.mask(&mut payload, MASKED);
+    g.set_capabilities(&mut payload, g.capabilities & !MASKED);
     assert_eq!(payload.len(), original.len());
     let reparsed = HandshakeV10::parse(&payload).unwrap();
     assert_eq!(reparsed.capabilities, g.capabilities);
@@ -42,9 +42,12 @@ fn masking_the_greeting_keeps_everything_else() {
     assert_eq!(reparsed.capabilities | (original_caps(&original) & MASKED), original_caps(&original));
     // Only capability bytes changed.
     let changed: Vec<usize> = (0..payload.len()).filter(|&i| payload[i] != original[i]).collect();
-    assert!(changed.iter().all(|&i| [g.caps_low_at, g.caps_low_at + 1].contains(&i)
-        || g.caps_high_at.is_some_and(|at| i == at || i == at + 1)
-        || g.caps_ext_at.is_some_and(|at| (at..at + 4).contains(&i))), "{changed:?}");
+    assert!(
+        changed.iter().all(|&i| [g.caps_low_at, g.caps_low_at + 1].contains(&i)
+            || g.caps_high_at.is_some_and(|at| i == at || i == at + 1)
+            || g.caps_ext_at.is_some_and(|at| (at..at + 4).contains(&i))),
+        "{changed:?}"
+    );
 
     // mysql_common reads the masked greeting the same way.
     let theirs: mysql_common::packets::HandshakePacket<'_> =
@@ -66,12 +69,32 @@ fn mariadb_cli_handshake_response() {
     assert_eq!(r.schema, None);
     assert_eq!(r.auth_plugin.as_deref(), Some("mysql_native_password"));
     assert_ne!(r.capabilities & MARIADB_CLIENT_PROGRESS, 0);
-    let mut masked = payload.clone();
+    assert_eq!(r.attribute("_client_name"), Some("libmariadb"));
+    assert_eq!(r.attribute("program_name"), Some("mysql"));
+    assert_eq!(r.zstd_level, None);
+    // Rewritten for a compressed leg with zstd at level 3: one byte longer, all else equal.
+    let mut rewritten = payload.clone();
     let mut r2 = r.clone();
-    r2.mask(&mut masked, MASKED);
-    let again = HandshakeResponse41::parse(&masked).unwrap();
-    assert_eq!(again.capabilities & MASKED, 0);
-    assert_eq!(again.user, "root");
+    let caps = (r.capabilities | CLIENT_ZSTD_COMPRESSION_ALGORITHM | CLIENT_COMPRESS) & !MASKED;
+    r2.rewrite(&mut rewritten, caps, Some(3));
+    assert_eq!(rewritten.len(), payload.len() + 1);
+    let again = HandshakeResponse41::parse(&rewritten).unwrap();
+    assert_eq!((again.capabilities, again.zstd_level), (caps, Some(3)));
+    assert_eq!((&again.user, &again.attributes), (&r.user, &r.attributes));
+    // And back: the level byte goes with the flag.
+    let mut r3 = again.clone();
+    r3.rewrite(&mut rewritten, r.capabilities, Some(3));
+    assert_eq!(rewritten, payload);
+}
+
+#[test]
+fn an_ssl_request_is_the_responses_first_32_bytes() {
+    let payload = hex(RESPONSE);
+    let request = HandshakeResponse41::ssl_request(&payload);
+    assert_eq!(request.len(), SSL_REQUEST_LEN);
+    assert!(is_ssl_request(&request));
+    assert!(!is_ssl_request(&payload[..32]), "without CLIENT_SSL it is no SSLRequest");
+    assert_eq!(&request[4..], &payload[4..32]);
 }
 
 #[test]
@@ -84,8 +107,12 @@ fn ssl_request_is_refused() {
 #[test]
 fn response_with_schema_and_lenenc_auth() {
     // CLIENT_PROTOCOL_41 | SECURE_CONNECTION | CONNECT_WITH_DB | PLUGIN_AUTH | LENENC, CLIENT_MYSQL set (MySQL client).
-    let caps = (CLIENT_MYSQL | CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_CONNECT_WITH_DB
-        | CLIENT_PLUGIN_AUTH | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA) as u32;
+    let caps = (CLIENT_MYSQL
+        | CLIENT_PROTOCOL_41
+        | CLIENT_SECURE_CONNECTION
+        | CLIENT_CONNECT_WITH_DB
+        | CLIENT_PLUGIN_AUTH
+        | CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA) as u32;
     let mut p = caps.to_le_bytes().to_vec();
     p.extend_from_slice(&[0, 0, 0, 1, 33]);
     p.extend_from_slice(&[0; 23]);

@@ -5,17 +5,29 @@
 //! Commands are queued in the order the client sent them, so clients that
 //! pipeline (several commands before reading the first response) are
 //! followed exactly: MySQL answers commands strictly in order.
+//!
+//! A packet the state machine cannot follow never ends the connection: the
+//! session marks itself unsynced (the commands in flight are reported as
+//! unparsed, with the reason), ignores what follows, and resynchronises at the
+//! next safe point — a new client command (sequence id 0) while no server
+//! packet is half read. The relay forwards every byte meanwhile.
 
+mod identity;
 mod response;
 #[cfg(test)]
 mod tests;
 
 use std::collections::VecDeque;
 
+pub use identity::Identity;
+
 use super::constants::{capability::*, command, command::*};
 use super::error::{DecodeError, Peer};
 use super::framing::{FrameSink, PREFIX_LEN};
 use super::packets::ErrPacket;
+
+/// Command starts remembered between two calls of `take_command_starts`.
+const MAX_COMMAND_STARTS: usize = 4096;
 
 /// Pseudo-command for the connection phase (greeting to the auth OK), so
 /// connection setup is recorded like any other exchange. MySQL's own
@@ -30,6 +42,9 @@ pub struct CommandPacket<'a> {
     pub payload: &'a [u8],
     /// The payload's full length (command byte excluded).
     pub len: u64,
+    /// `CLIENT_QUERY_ATTRIBUTES` was negotiated: `COM_QUERY` and `COM_STMT_EXECUTE`
+    /// carry attributes before their SQL or parameters.
+    pub query_attributes: bool,
 }
 
 /// A prepared statement announced by a `COM_STMT_PREPARE` OK.
@@ -61,11 +76,15 @@ pub struct Summary {
     pub affected_rows: u64,
     pub last_insert_id: u64,
     pub warnings: u32,
-    /// Status flags of the last OK/EOF.
-    pub status: u16,
+    /// Status flags of the last OK/EOF; `None` when the response had neither (an ERR, or no
+    /// response at all).
+    pub status: Option<u16>,
     pub error: Option<ErrPacket>,
     pub statement: Option<PreparedStatement>,
     pub local_infile: bool,
+    /// The state machine lost its place in this response (see [`Observer::desync`]):
+    /// the counts above are what it saw before.
+    pub unparsed: bool,
 }
 
 /// Receives what the state machine sees. Every method has a no-op default;
@@ -87,6 +106,12 @@ pub trait Observer {
     fn row(&mut self, _prefix: &[u8]) {}
     /// The oldest unfinished command is complete.
     fn finished(&mut self, _summary: &Summary) {}
+    /// The server accepted a change of user or default schema.
+    fn identity(&mut self, _identity: &Identity) {}
+    /// The state machine could not follow a packet (`reason`, a short fixed name);
+    /// the commands in flight finish as unparsed right after this, and it picks up
+    /// again at the next command.
+    fn desync(&mut self, _reason: &'static str) {}
 }
 
 /// Whose column a column definition describes.
@@ -117,8 +142,12 @@ enum ClientMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ClientPacket {
     Command,
-    Upload { last: bool },
+    Upload {
+        last: bool,
+    },
     Opaque,
+    /// Unsynced: not followed.
+    Ignored,
 }
 
 /// Where the response to a command stands.
@@ -168,6 +197,10 @@ struct Pending {
     /// Sent while earlier commands were still unanswered: the client did
     /// not wait for this one on its own.
     pipelined: bool,
+    /// The user or schema this command switches to, if the server agrees.
+    change: Option<identity::Change>,
+    /// A COM_STMT_EXECUTE that asked for a cursor: its rows come later, by COM_STMT_FETCH.
+    wants_cursor: bool,
 }
 
 /// Per-connection protocol state. Sans-io: bytes in, observations out.
@@ -190,6 +223,27 @@ pub struct Session {
     lenient: bool,
     capture: Vec<u8>,
     capture_limit: usize,
+    identity: Identity,
+    /// Bumped on every change of `identity`.
+    identity_generation: u64,
+    /// False after a packet the state machine could not follow, until it resynchronises.
+    synced: bool,
+    /// The server's stream is between packets, as the relay last saw it.
+    upstream_at_boundary: bool,
+    /// Client bytes scanned so far (after the handshake response): a packet's offset
+    /// in the client's stream.
+    client_offset: u64,
+    /// Record where commands start in the client's stream (for compressed upstreams).
+    track_starts: bool,
+    command_starts: VecDeque<u64>,
+    /// The server status flags of the last OK or EOF (in a transaction, autocommit...).
+    server_status: u16,
+    /// Give the server's packets the plain protocol's sequence ids: a compressed server
+    /// numbers the packets after a mid-response flush its own way, which a client reading
+    /// the plain protocol refuses.
+    renumber_upstream: bool,
+    /// The id the next physical server packet gets, when renumbering.
+    upstream_next: u8,
 }
 
 impl Session {
@@ -198,6 +252,7 @@ impl Session {
     /// bytes) have been forwarded: the auth exchange runs as the
     /// pseudo-command [`CONNECT`], which is charged for both.
     pub fn after_handshake<O: Observer>(
+        identity: Identity,
         negotiated_caps: u64,
         greeting_len: usize,
         response_seq: u8,
@@ -218,6 +273,16 @@ impl Session {
             lenient: false,
             capture: Vec::new(),
             capture_limit: capture_limit.max(PREFIX_LEN),
+            identity,
+            identity_generation: 0,
+            synced: true,
+            upstream_at_boundary: true,
+            client_offset: 0,
+            track_starts: false,
+            command_starts: VecDeque::new(),
+            server_status: 0,
+            renumber_upstream: false,
+            upstream_next: 0,
         };
         session.pending.push_back(Pending {
             command: CONNECT,
@@ -226,15 +291,114 @@ impl Session {
             bytes_up: 4 + response_len as u64,
             complete: true,
             pipelined: false,
+            change: None,
+            wants_cursor: false,
         });
         session.begin_front();
         session.summary.bytes_down = 4 + greeting_len as u64;
-        obs.command(&CommandPacket { command: CONNECT, payload: &[], len: response_len as u64 });
+        obs.command(&CommandPacket {
+            command: CONNECT,
+            payload: &[],
+            len: response_len as u64,
+            query_attributes: false,
+        });
         session
     }
 
     pub fn capabilities(&self) -> u64 {
         self.caps
+    }
+
+    /// Who the session is now: as it logged in, or as the server last
+    /// accepted a change.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// Moves whenever [`identity`](Self::identity) changes: one comparison
+    /// tells a caller whether to look again.
+    pub fn identity_generation(&self) -> u64 {
+        self.identity_generation
+    }
+
+    /// Tells the session whether the server's stream, as scanned so far, stands
+    /// between packets: resynchronising is safe only then. The relay says so after
+    /// scanning what the server sent.
+    pub fn upstream_at_boundary(&mut self, at_boundary: bool) {
+        self.upstream_at_boundary = at_boundary;
+    }
+
+    /// Whether the state machine follows the conversation (false between a packet it
+    /// could not follow and the next command).
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// The server status flags of the last OK or EOF packet: what an answer rttscope
+    /// makes itself repeats, so the client's idea of its transaction does not change.
+    pub fn server_status(&self) -> u16 {
+        self.server_status
+    }
+
+    /// The command just sent (the only one in flight) is answered by rttscope itself:
+    /// it costs no round trip upstream. Call after the client's bytes were scanned and
+    /// before the answer is.
+    pub fn answered_locally(&mut self) {
+        if self.pending.len() == 1 {
+            self.summary.round_trips = 0;
+        }
+    }
+
+    /// Client bytes scanned so far: where the next one sits in the client's stream (the
+    /// coordinates of [`take_command_starts`](Self::take_command_starts)).
+    pub fn client_offset(&self) -> u64 {
+        self.client_offset
+    }
+
+    fn note_status(&mut self, status: u16) {
+        self.summary.status = Some(status);
+        self.server_status = status;
+    }
+
+    /// Asks the session to note where in the client's stream each command starts
+    /// ([`take_command_starts`](Self::take_command_starts)).
+    /// Renumber the server's packets to the plain protocol's sequence ids as they are
+    /// scanned (with [`PacketScanner::scan_mut`](super::PacketScanner::scan_mut)); for a
+    /// compressed upstream.
+    pub fn renumber_upstream(&mut self, on: bool) {
+        self.renumber_upstream = on;
+    }
+
+    pub fn track_command_starts(&mut self, on: bool) {
+        self.track_starts = on;
+    }
+
+    /// Offsets in the client's stream (bytes after the handshake response) where
+    /// commands started since the last call. While unsynced, every packet with
+    /// sequence id 0 counts.
+    pub fn take_command_starts(&mut self) -> std::collections::vec_deque::Drain<'_, u64> {
+        self.command_starts.drain(..)
+    }
+
+    fn note_command_start(&mut self) {
+        if self.track_starts && self.command_starts.len() < MAX_COMMAND_STARTS {
+            self.command_starts.push_back(self.client_offset);
+        }
+    }
+
+    /// The state machine cannot follow: every command in flight finishes as
+    /// unparsed, and what follows is ignored until the next command.
+    fn desync<O: Observer>(&mut self, error: &DecodeError, obs: &mut O) {
+        let reason = error.kind();
+        obs.desync(reason);
+        while !self.pending.is_empty() {
+            self.summary.unparsed = true;
+            self.finishing = false;
+            self.finish_front(obs);
+        }
+        self.synced = false;
+        self.client_mode = ClientMode::Command;
+        self.client_packet = ClientPacket::Ignored;
     }
 
     fn has(&self, cap: u64) -> bool {
@@ -245,6 +409,11 @@ impl Session {
     /// follows column definitions.
     fn deprecate_eof(&self) -> bool {
         self.has(CLIENT_DEPRECATE_EOF)
+    }
+
+    /// The sequence id the response to the oldest unanswered command continues with.
+    pub fn response_seq(&self) -> Option<u8> {
+        self.pending.front().map(|p| p.seq)
     }
 
     /// Commands sent and not yet fully answered.
@@ -277,18 +446,19 @@ impl Session {
 
     fn expected_response(&self, command: u8) -> Resp {
         match command {
-            COM_QUERY => Resp::ResultStart { infile: true },
-            COM_STMT_EXECUTE | COM_PROCESS_INFO => Resp::ResultStart { infile: false },
+            // A prepared LOAD DATA LOCAL INFILE asks for the file as a query does.
+            COM_QUERY | COM_STMT_EXECUTE => Resp::ResultStart { infile: true },
+            COM_PROCESS_INFO => Resp::ResultStart { infile: false },
             COM_STMT_PREPARE => Resp::PrepareOk,
             COM_STMT_FETCH => Resp::Rows,
             COM_FIELD_LIST => Resp::FieldList,
             COM_CHANGE_USER => Resp::Auth,
             COM_BINLOG_DUMP | COM_BINLOG_DUMP_GTID => Resp::Binlog,
             COM_STMT_CLOSE | COM_STMT_SEND_LONG_DATA | COM_QUIT => Resp::None,
-            COM_SLEEP | COM_INIT_DB | COM_CREATE_DB | COM_DROP_DB | COM_REFRESH | COM_SHUTDOWN
-            | COM_STATISTICS | COM_CONNECT | COM_PROCESS_KILL | COM_DEBUG | COM_PING | COM_TIME
-            | COM_DELAYED_INSERT | COM_TABLE_DUMP | COM_CONNECT_OUT | COM_REGISTER_SLAVE
-            | COM_STMT_RESET | COM_SET_OPTION | COM_DAEMON | COM_RESET_CONNECTION => Resp::Single,
+            COM_SLEEP | COM_INIT_DB | COM_CREATE_DB | COM_DROP_DB | COM_REFRESH | COM_SHUTDOWN | COM_STATISTICS
+            | COM_CONNECT | COM_PROCESS_KILL | COM_DEBUG | COM_PING | COM_TIME | COM_DELAYED_INSERT
+            | COM_TABLE_DUMP | COM_CONNECT_OUT | COM_REGISTER_SLAVE | COM_STMT_RESET | COM_SET_OPTION | COM_DAEMON
+            | COM_RESET_CONNECTION => Resp::Single,
             // Unknown (or masked, like bulk execute): the server answers with
             // OK, ERR or a result set; read it as such.
             _ => Resp::ResultStart { infile: false },
@@ -321,6 +491,13 @@ impl Session {
         self.summary.bytes_up = done.bytes_up;
         self.lenient = !command::is_known(done.command);
         obs.finished(&self.summary);
+        if let Some(change) = done.change
+            && self.summary.error.is_none()
+        {
+            change.apply(&mut self.identity);
+            self.identity_generation += 1;
+            obs.identity(&self.identity);
+        }
         self.begin_front();
         while let Some(next) = self.pending.front() {
             if next.resp != Resp::None || !next.complete {
@@ -334,22 +511,22 @@ impl Session {
     }
 }
 
-/// Bytes from the client, fed through the packet scanner.
-pub struct ClientSide<'a, O> {
-    session: &'a mut Session,
-    obs: &'a mut O,
-}
-
-impl<O: Observer> FrameSink for ClientSide<'_, O> {
-    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> Result<bool, DecodeError> {
-        let s = &mut *self.session;
-        match s.client_mode {
+impl Session {
+    /// A client packet begins, the session in sync. Errors are what desynchronise it.
+    fn client_start<O: Observer>(
+        &mut self,
+        seq: u8,
+        len: usize,
+        prefix: &[u8],
+        obs: &mut O,
+    ) -> Result<bool, DecodeError> {
+        match self.client_mode {
             ClientMode::Auth | ClientMode::Upload => {
-                if s.upstream_spoke {
-                    s.summary.round_trips += 1;
-                    s.upstream_spoke = false;
+                if self.upstream_spoke {
+                    self.summary.round_trips += 1;
+                    self.upstream_spoke = false;
                 }
-                s.client_packet = if s.client_mode == ClientMode::Upload {
+                self.client_packet = if self.client_mode == ClientMode::Upload {
                     ClientPacket::Upload { last: len == 0 }
                 } else {
                     ClientPacket::Opaque
@@ -364,36 +541,95 @@ impl<O: Observer> FrameSink for ClientSide<'_, O> {
         let Some((&command, args)) = prefix.split_first() else {
             return Err(DecodeError::malformed(Peer::Client, "command", "empty packet"));
         };
-        let resp = s.expected_response(command);
-        self.obs.command_started(command);
-        let pipelined = !s.pending.is_empty();
-        s.pending.push_back(Pending { command, resp, seq: 1, bytes_up: 0, complete: false, pipelined });
-        if s.pending.len() == 1 {
-            s.begin_front();
+        self.note_command_start();
+        let resp = self.expected_response(command);
+        obs.command_started(command);
+        let pipelined = !self.pending.is_empty();
+        self.pending.push_back(Pending {
+            command,
+            resp,
+            seq: 1,
+            bytes_up: 0,
+            complete: false,
+            pipelined,
+            change: None,
+            wants_cursor: false,
+        });
+        if self.pending.len() == 1 {
+            self.begin_front();
         }
-        s.client_packet = ClientPacket::Command;
-        s.capture.clear();
-        s.capture.extend_from_slice(args);
+        self.client_packet = ClientPacket::Command;
+        self.capture.clear();
+        self.capture.extend_from_slice(args);
         Ok(len > prefix.len())
+    }
+}
+
+/// Whether a COM_STMT_EXECUTE's arguments (statement id, then flags) ask for a cursor.
+fn wants_cursor(args: &[u8]) -> bool {
+    const CURSOR_TYPES: u8 = 0x07; // read only, for update, scrollable
+    args.get(4).is_some_and(|flags| flags & CURSOR_TYPES != 0)
+}
+
+/// Bytes from the client, fed through the packet scanner.
+pub struct ClientSide<'a, O> {
+    session: &'a mut Session,
+    obs: &'a mut O,
+}
+
+impl<O: Observer> FrameSink for ClientSide<'_, O> {
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> bool {
+        let s = &mut *self.session;
+        if !s.synced {
+            // A new command while no server packet is half read: pick up again.
+            if seq == 0 && s.upstream_at_boundary && s.pending.is_empty() {
+                s.synced = true;
+            } else {
+                if seq == 0 {
+                    s.note_command_start();
+                }
+                s.client_packet = ClientPacket::Ignored;
+                return false;
+            }
+        }
+        match s.client_start(seq, len, prefix, self.obs) {
+            Ok(want_body) => want_body,
+            Err(e) => {
+                s.desync(&e, self.obs);
+                false
+            }
+        }
     }
 
     fn body(&mut self, bytes: &[u8]) {
         let s = &mut *self.session;
+        if s.client_packet != ClientPacket::Command {
+            return;
+        }
         let room = s.capture_limit.saturating_sub(s.capture.len());
         s.capture.extend_from_slice(&bytes[..bytes.len().min(room)]);
     }
 
-    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) -> Result<(), DecodeError> {
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) {
         let s = &mut *self.session;
         let bytes = total_len + 4 * u64::from(packets);
+        s.client_offset += bytes;
         match s.client_packet {
+            ClientPacket::Ignored => {}
             ClientPacket::Command => {
-                let Some(cmd) = s.pending.back_mut() else { return Ok(()) };
+                let Some(cmd) = s.pending.back_mut() else { return };
                 cmd.bytes_up += bytes;
                 cmd.seq = last_seq.wrapping_add(1);
                 cmd.complete = true;
+                cmd.change = identity::requested(cmd.command, &s.capture);
+                cmd.wants_cursor = cmd.command == COM_STMT_EXECUTE && wants_cursor(&s.capture);
                 let command = cmd.command;
-                self.obs.command(&CommandPacket { command, payload: &s.capture, len: total_len.saturating_sub(1) });
+                self.obs.command(&CommandPacket {
+                    command,
+                    payload: &s.capture,
+                    len: total_len.saturating_sub(1),
+                    query_attributes: s.has(CLIENT_QUERY_ATTRIBUTES),
+                });
                 if s.pending.len() == 1 && s.pending.front().is_some_and(|p| p.resp == Resp::None) {
                     s.finish_front(self.obs);
                 }
@@ -416,7 +652,6 @@ impl<O: Observer> FrameSink for ClientSide<'_, O> {
                 }
             }
         }
-        Ok(())
     }
 }
 
@@ -427,15 +662,39 @@ pub struct UpstreamSide<'a, O> {
 }
 
 impl<O: Observer> FrameSink for UpstreamSide<'_, O> {
-    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> Result<bool, DecodeError> {
-        self.session.upstream_start(seq, len, prefix, self.obs)?;
-        Ok(false)
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> bool {
+        let s = &mut *self.session;
+        if s.synced
+            && let Err(e) = s.upstream_start(seq, len, prefix, self.obs)
+        {
+            s.desync(&e, self.obs);
+        }
+        false
     }
 
     fn body(&mut self, _bytes: &[u8]) {}
 
-    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) -> Result<(), DecodeError> {
-        self.session.upstream_end(last_seq, total_len + 4 * u64::from(packets), self.obs);
-        Ok(())
+    fn renumber(&mut self, seq: u8, continuation: bool) -> u8 {
+        let s = &mut *self.session;
+        if !s.renumber_upstream {
+            return seq;
+        }
+        // A response continues the numbering of the client's last packet; a physical
+        // packet continuing a long one, its predecessor's. Unsure where the stream is
+        // (out of step, a command not yet complete): the server's own id.
+        let next = match s.pending.front() {
+            _ if continuation => s.upstream_next,
+            Some(front) if s.synced && front.complete => front.seq,
+            _ => seq,
+        };
+        s.upstream_next = next.wrapping_add(1);
+        next
+    }
+
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) {
+        let s = &mut *self.session;
+        if s.synced {
+            s.upstream_end(last_seq, total_len + 4 * u64::from(packets), self.obs);
+        }
     }
 }

@@ -51,14 +51,13 @@ fn distinct_statements_without_end_stay_bounded() {
 #[test]
 fn reset_keeps_open_connections() {
     let mut a = Aggregates::new(10, 0);
-    let live = Arc::new(LiveConnection::default());
     a.apply(&Event::Connected {
         conn_id: 1,
-        client: "127.0.0.1:5000".parse().unwrap(),
+        client: Arc::from("127.0.0.1:5000"),
+        legs: Box::default(),
         user: Arc::from("app"),
         schema: None,
         at_us: 0,
-        live,
     });
     a.apply(&Event::Command(record(1, COM_QUERY, 10, 1)));
     a.reset(99);
@@ -66,4 +65,28 @@ fn reset_keeps_open_connections() {
     assert_eq!(a.live_connections().len(), 1);
     assert_eq!(a.live_connections()[0].commands, 0);
     assert_eq!(a.since_us, 99);
+}
+
+#[test]
+fn the_emulated_time_of_a_command_is_within_its_own() {
+    // A query the emulated link delayed 15 ms of its 15.3, and a COM_QUIT whose request it held
+    // 7.5 ms that nobody waited for: no response, no time.
+    let mut query = record(7, COM_QUERY, 15_300, 1);
+    query.injected_us = 15_000;
+    let mut quit = record(8, COM_QUIT, 0, 0);
+    quit.injected_us = 7_500;
+    let mut a = Aggregates::new(10, 0);
+    a.apply(&Event::Connected {
+        conn_id: 1,
+        client: Arc::from("127.0.0.1:5000"),
+        legs: Box::default(),
+        user: Arc::from("u"),
+        schema: None,
+        at_us: 0,
+    });
+    a.apply(&Event::Command(query));
+    a.apply(&Event::Command(quit));
+    assert_eq!((a.totals.time_us, a.totals.injected_us), (15_300, 15_000));
+    assert_eq!(a.query(FingerprintId(8)).map(|q| q.injected_us), Some(0));
+    assert_eq!(a.connection(1).map(|c| c.injected_us), Some(15_000));
 }

@@ -1,0 +1,276 @@
+//! What each part contributes to `/metrics`, written at scrape time from what it already
+//! keeps: the relay's counters, the recorded commands (with the per-statement OpenTelemetry
+//! families), the findings, and the link. [`registry`] puts them together.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::registry::Registry;
+
+use super::metrics::Families;
+use crate::findings::FindingsEngine;
+use crate::inject::InjectControl;
+use crate::link::Links;
+use crate::record::{Aggregates, StatementSeries};
+use crate::relay::{BufferBudget, RelayStats};
+
+/// What `/metrics` reads.
+pub struct Sources {
+    pub relay: Arc<RelayStats>,
+    pub dropped: Arc<AtomicU64>,
+    pub buffers: Arc<BufferBudget>,
+    pub aggregates: Arc<Mutex<Aggregates>>,
+    pub findings: Arc<Mutex<FindingsEngine>>,
+    pub links: Arc<Mutex<Links>>,
+    pub inject: Arc<InjectControl>,
+    /// OpenTelemetry's `server.address`: the upstream's host as configured.
+    pub server_address: String,
+}
+
+/// A registry with every part's collector.
+pub fn registry(sources: Sources) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(RelayCollector {
+        relay: sources.relay.clone(),
+        dropped: sources.dropped,
+        buffers: sources.buffers,
+    }));
+    registry.register_collector(Box::new(RecordCollector {
+        aggregates: sources.aggregates,
+        relay: sources.relay,
+        server_address: sources.server_address,
+    }));
+    registry.register_collector(Box::new(FindingsCollector(sources.findings)));
+    registry.register_collector(Box::new(LinkCollector { links: sources.links, inject: sources.inject }));
+    registry
+}
+
+/// A panic while holding a lock would be a bug elsewhere; the data is still the best we have.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[derive(Debug)]
+struct RelayCollector {
+    relay: Arc<RelayStats>,
+    dropped: Arc<AtomicU64>,
+    buffers: Arc<BufferBudget>,
+}
+
+impl Collector for RelayCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let mut f = Families::new(encoder);
+        let relay = &self.relay;
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        f.gauge("rttscope_connections_active", "Client connections open now.", load(&relay.connections_active))?;
+        f.counter("rttscope_connections_total", "Client connections accepted.", load(&relay.connections_accepted))?;
+        f.counter(
+            "rttscope_connections_rejected_total",
+            "Clients refused at limits.max_connections.",
+            load(&relay.connections_rejected),
+        )?;
+        f.counter(
+            "rttscope_upstream_connect_errors_total",
+            "Upstream dials that failed or timed out.",
+            load(&relay.upstream_connect_errors),
+        )?;
+        f.counter(
+            "rttscope_protocol_errors_total",
+            "Connections closed for a protocol violation.",
+            load(&relay.protocol_errors),
+        )?;
+        f.counter(
+            "rttscope_upstream_closed_mid_response_total",
+            "Connections the upstream closed in the middle of a response (it died, or was killed).",
+            load(&relay.upstream_closed_mid_response),
+        )?;
+        f.labelled_counter(
+            "rttscope_protocol_desyncs_total",
+            "Times the state machine lost its place and forwarding went on unparsed, by reason.",
+            relay.desync_counts().map(|(reason, n)| ([("reason", reason)], n)),
+        )?;
+        f.labelled_counter(
+            "rttscope_logins_total",
+            "Logins relayed, by leg, how the leg is carried (plain TCP, TLS, Unix socket) and its compression.",
+            relay.login_counts().map(|(l, t, c, n)| ([("leg", l), ("transport", t), ("compression", c)], n)),
+        )?;
+        f.counter(
+            "rttscope_records_dropped_total",
+            "Command records dropped because the collector fell behind.",
+            load(&self.dropped),
+        )?;
+        f.gauge(
+            "rttscope_buffer_bytes",
+            "Bytes all connections' relay buffers hold now (fixed per-direction buffers and what emulated links hold).",
+            self.buffers.total(),
+        )?;
+        f.gauge(
+            "rttscope_buffer_budget_used_bytes",
+            "Of rttscope_buffer_bytes, what is taken from limits.buffer_budget (beyond the fixed buffers).",
+            self.buffers.extra(),
+        )?;
+        f.gauge(
+            "rttscope_buffer_budget_bytes",
+            "limits.buffer_budget: past it, connections get backpressure instead of memory.",
+            self.buffers.limit(),
+        )
+    }
+}
+
+struct RecordCollector {
+    aggregates: Arc<Mutex<Aggregates>>,
+    relay: Arc<RelayStats>,
+    server_address: String,
+}
+
+impl fmt::Debug for RecordCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecordCollector").field("server_address", &self.server_address).finish_non_exhaustive()
+    }
+}
+
+impl Collector for RecordCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let mut f = Families::new(encoder);
+        let mut a = lock(&self.aggregates);
+        let statement_classes = a.queries().len();
+        let m = &mut a.metrics;
+        // Each scrape promotes statements that earned a series since the last one.
+        m.statements.rebalance();
+        f.labelled_counter(
+            "rttscope_commands_total",
+            "Commands relayed, by command.",
+            m.by_command().map(|(c, n, _)| ([("command", c)], n)),
+        )?;
+        f.labelled_counter(
+            "rttscope_command_errors_total",
+            "Commands answered with an error, by command.",
+            m.by_command().map(|(c, _, e)| ([("command", c)], e)),
+        )?;
+        f.counter("rttscope_round_trips_total", "Request/response exchanges with the upstream server.", m.round_trips)?;
+        f.histogram(
+            "rttscope_query_duration_seconds",
+            "Time from a command's first byte to the last byte of its response.",
+            &m.duration_seconds,
+        )?;
+        f.histogram(
+            "rttscope_query_first_byte_seconds",
+            "Time from a command's first byte to the first byte of its response (server time plus one round trip).",
+            &m.first_byte_seconds,
+        )?;
+        f.histogram("rttscope_result_bytes", "Bytes in each response.", &m.result_bytes)?;
+        f.gauge(
+            "rttscope_statement_classes",
+            "Statement fingerprints tracked in the current window.",
+            statement_classes as u64,
+        )?;
+        let other = m.statements.other();
+        let ids: Vec<(String, &StatementSeries)> = m
+            .statements
+            .labelled()
+            .map(|(id, s)| (id.to_string(), s))
+            .chain(other.as_ref().map(|o| ("other".to_owned(), o)))
+            .collect();
+        let system = self.relay.db_system_name();
+        let server = self.server_address.as_str();
+        f.labelled_histogram(
+            "db_client_operation_duration_seconds",
+            "OpenTelemetry db.client.operation.duration: each command's time, per statement (the top \
+             metrics.top_statements by time; the rest in db_query_summary=\"other\").",
+            ids.iter().map(|(id, s)| (otel_labels(system, &s.operation, id, server), &s.duration_seconds)),
+        )?;
+        f.labelled_histogram(
+            "db_client_response_returned_rows",
+            "OpenTelemetry db.client.response.returned_rows: rows in each response, per statement.",
+            ids.iter().map(|(id, s)| (otel_labels(system, &s.operation, id, server), &s.rows)),
+        )?;
+        f.labelled_counter(
+            "rttscope_statement_round_trips_total",
+            "Round trips to the upstream, per statement (the top metrics.top_statements; the rest in \"other\").",
+            ids.iter().map(|(id, s)| ([("statement", id.as_str())], s.round_trips)),
+        )?;
+        f.labelled_counter(
+            "rttscope_statement_wire_request_bytes_total",
+            "Request bytes on the long hop's wire (compressed when it is), per statement.",
+            ids.iter().map(|(id, s)| ([("statement", id.as_str())], s.wire_request_bytes)),
+        )?;
+        f.labelled_counter(
+            "rttscope_statement_wire_response_bytes_total",
+            "Response bytes on the long hop's wire (compressed when it is), per statement.",
+            ids.iter().map(|(id, s)| ([("statement", id.as_str())], s.wire_response_bytes)),
+        )?;
+        f.labelled_histogram(
+            "rttscope_statement_first_byte_seconds",
+            "Time from a command's first byte to its response's first byte, per statement.",
+            ids.iter().map(|(id, s)| ([("statement", id.as_str())], &s.first_byte_seconds)),
+        )
+    }
+}
+
+/// The OpenTelemetry attributes of a statement's series, as Prometheus label names.
+fn otel_labels<'a>(system: &'a str, operation: &'a str, summary: &'a str, server: &'a str) -> [(&'a str, &'a str); 4] {
+    [
+        ("db_system_name", system),
+        ("db_operation_name", operation),
+        ("db_query_summary", summary),
+        ("server_address", server),
+    ]
+}
+
+struct FindingsCollector(Arc<Mutex<FindingsEngine>>);
+
+impl fmt::Debug for FindingsCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FindingsCollector")
+    }
+}
+
+impl Collector for FindingsCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let findings = lock(&self.0);
+        Families::new(encoder).labelled_counter(
+            "rttscope_findings_total",
+            "Query-pattern occurrences found, by kind.",
+            findings.counts.iter().map(|(k, n)| ([("kind", *k)], *n)),
+        )
+    }
+}
+
+struct LinkCollector {
+    links: Arc<Mutex<Links>>,
+    inject: Arc<InjectControl>,
+}
+
+impl fmt::Debug for LinkCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LinkCollector")
+    }
+}
+
+impl Collector for LinkCollector {
+    fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
+        let mut f = Families::new(encoder);
+        let l = lock(&self.links);
+        f.histogram(
+            "rttscope_upstream_rtt_seconds",
+            "Upstream base RTT as the kernel measured it, per command.",
+            &l.rtt,
+        )?;
+        f.labelled_counter(
+            "rttscope_link_transfers_total",
+            "Large transfers (and runs of small responses), by the limit that held them back.",
+            l.totals.iter().map(|(k, (n, _))| ([("limit", *k)], *n)),
+        )?;
+        let inject = self.inject.current();
+        f.gauge("rttscope_inject_active", "1 when an emulated link is on.", i64::from(inject.is_active()))?;
+        f.gauge("rttscope_inject_rtt_seconds", "The emulated round-trip time.", inject.rtt.0.as_secs_f64())?;
+        f.labelled_counter(
+            "rttscope_link_limited_seconds_total",
+            "Time transfers spent held back by each limit.",
+            l.totals.iter().map(|(k, (_, us))| ([("limit", *k)], *us as f64 / 1e6)),
+        )
+    }
+}

@@ -1,0 +1,154 @@
+//! The subcommands that do not serve: `check-config` and `inject` (`report` is in `reports`).
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use rttscope_config::{
+    ADMIN_TOKEN_ENV, Bandwidth, ByteSize, Config, ConfigError, HumanDuration, Inject, Percent, Setting,
+};
+
+use super::admin_client::{AdminClient, ClientError};
+
+/// `rttscope check-config FILE`: exit 0 and print the effective config (the file, then the
+/// `RTTSCOPE_*` environment and `--set` flags in `settings`), or exit 2 with every problem
+/// found.
+pub fn check_config(file: &Path, settings: &Result<Vec<Setting>, ConfigError>) -> ExitCode {
+    let name = file.display().to_string();
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("rttscope: cannot read {name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let problems = Config::every_problem(&text);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("{}", problem.with_source_name(&name));
+        }
+        return ExitCode::from(2);
+    }
+    let config = Config::from_yaml(&text).map_err(|e| e.with_source_name(&name).to_string()).and_then(|mut config| {
+        let settings = settings.as_ref().map_err(ToString::to_string)?;
+        config.apply_settings(settings).map_err(|e| e.to_string())?;
+        Ok(config)
+    });
+    match config {
+        Ok(config) => {
+            // What start would refuse: an admin API beyond loopback with no token (as this
+            // environment would run it), or a token file that cannot be read.
+            if config.admin.enabled
+                && let Err(e) = crate::admin::token::resolve(&config.admin, std::env::var(ADMIN_TOKEN_ENV).ok())
+            {
+                eprintln!("{name}: {e}");
+                return ExitCode::from(2);
+            }
+            println!("# {name}: ok");
+            match serde_yaml::to_string(&config) {
+                Ok(yaml) => print!("{yaml}"),
+                Err(e) => eprintln!("(cannot print the effective config: {e})"),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Changes to the emulated link asked for on the command line.
+#[derive(Default)]
+pub struct InjectChanges {
+    pub rtt: Option<HumanDuration>,
+    pub jitter: Option<HumanDuration>,
+    pub bandwidth: Option<Bandwidth>,
+    pub window: Option<ByteSize>,
+    pub loss: Option<Percent>,
+    pub users: Vec<String>,
+    pub schemas: Vec<String>,
+    pub percent: Option<Percent>,
+    pub off: bool,
+}
+
+impl InjectChanges {
+    fn is_empty(&self) -> bool {
+        !self.off
+            && self.rtt.is_none()
+            && self.jitter.is_none()
+            && self.bandwidth.is_none()
+            && self.window.is_none()
+            && self.loss.is_none()
+            && self.users.is_empty()
+            && self.schemas.is_empty()
+            && self.percent.is_none()
+    }
+
+    fn apply(self, mut inject: Inject) -> Inject {
+        if self.off {
+            return Inject::default();
+        }
+        if let Some(v) = self.rtt {
+            inject.rtt = v;
+        }
+        if let Some(v) = self.jitter {
+            inject.jitter = v;
+        }
+        if self.bandwidth.is_some() {
+            inject.bandwidth = self.bandwidth;
+        }
+        if self.window.is_some() {
+            inject.window = self.window;
+        }
+        if self.loss.is_some() {
+            inject.loss = self.loss;
+        }
+        if !self.users.is_empty() {
+            inject.scope.users = self.users;
+        }
+        if !self.schemas.is_empty() {
+            inject.scope.schemas = self.schemas;
+        }
+        if let Some(p) = self.percent {
+            inject.scope.percent = p;
+        }
+        inject
+    }
+}
+
+/// `rttscope inject`: show the emulated link, or change the given keys.
+pub fn inject(admin: &AdminClient, changes: InjectChanges) -> ExitCode {
+    let base = admin.base();
+    let current = match admin.get("/inject").map(|body| serde_json::from_str::<Inject>(&body)) {
+        Ok(Ok(current)) => current,
+        Ok(Err(e)) => return fail(&format!("{base}/inject answered something that is not an inject setting: {e}")),
+        Err(e) => return fail(&e.to_string()),
+    };
+    let result = if changes.is_empty() {
+        Ok(current)
+    } else {
+        let wanted = changes.apply(current);
+        match serde_json::to_string(&wanted) {
+            Ok(body) => admin.put_json("/inject", &body).and_then(|reply| {
+                serde_json::from_str::<Inject>(&reply)
+                    .map_err(|e| ClientError::Unreachable { url: base.to_owned(), reason: e.to_string() })
+            }),
+            Err(e) => return fail(&e.to_string()),
+        }
+    };
+    match result {
+        Ok(inject) => {
+            match serde_yaml::to_string(&inject) {
+                Ok(yaml) => print!("# emulated link: {}\n{yaml}", if inject.is_active() { "on" } else { "off" }),
+                Err(e) => return fail(&e.to_string()),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+pub(super) fn fail(message: &str) -> ExitCode {
+    eprintln!("rttscope: {message}");
+    ExitCode::FAILURE
+}

@@ -1,0 +1,148 @@
+//! Connection churn: an application that opens a connection for each bit of work, so that
+//! connection setup — TCP connect, greeting, auth exchange (and TLS), recorded as the
+//! `CONNECT` pseudo-command — is a large share of its time. Each setup pays its round trips
+//! again, where a pool pays them once per pooled connection.
+//!
+//! Churn is many short connections, not one, so it is judged per application (`user@host`
+//! and client library) over the whole recording: one run per application counts every
+//! setup (its round trips and time) beside the time of all the application's commands,
+//! setups included. It qualifies with at least `min_connections` setups that took at least
+//! `min_share` of that time. A run ends only when it is forgotten (too many applications) or
+//! the recording is reset: the report shows it in progress, like the recording itself.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap as HashMap;
+
+use rttscope_config::ConnectionChurnConfig;
+
+use super::run::{Bar, Context, Detector, Run};
+use super::{Detail, Driver, Kind};
+use crate::protocol::session::CONNECT;
+use crate::record::CommandRecord;
+
+/// Applications followed at once; past this, the one that connected least recently is
+/// forgotten (its run ends).
+const MAX_APPLICATIONS: usize = 1024;
+
+type AppKey = (Arc<str>, Option<Driver>);
+
+/// One application's time: its setups (a run, from the first one on) and all its commands.
+#[derive(Default)]
+struct App {
+    run: Option<Run>,
+    /// Time in commands of its connections, setups included, each command's own latency
+    /// summed (as the report's totals sum them).
+    recorded_us: u64,
+    /// Time in setups, summed the same way.
+    setup_us: u64,
+    /// When it last connected: the least recent is forgotten first.
+    last_connect_us: u64,
+}
+
+impl App {
+    fn detail(&self) -> Detail {
+        Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us }
+    }
+}
+
+pub struct ConnectionChurn {
+    min_connections: u64,
+    min_share: f64,
+    apps: HashMap<AppKey, App>,
+    last: Option<AppKey>,
+}
+
+impl ConnectionChurn {
+    pub fn new(c: &ConnectionChurnConfig) -> ConnectionChurn {
+        ConnectionChurn {
+            min_connections: u64::from(c.min_connections.max(1)),
+            min_share: c.min_share.fraction(),
+            apps: HashMap::default(),
+            last: None,
+        }
+    }
+
+    fn forget_least_recent(&mut self, ended: &mut Vec<Run>) {
+        let oldest = self.apps.iter().min_by_key(|(_, a)| a.last_connect_us).map(|(k, _)| k.clone());
+        if let Some(app) = oldest.and_then(|k| self.apps.remove(&k)) {
+            ended.extend(app.run);
+        }
+    }
+}
+
+impl Detector for ConnectionChurn {
+    fn kinds(&self) -> &'static [Kind] {
+        &[Kind::ConnectionChurn]
+    }
+
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
+        self.last = None;
+        let key: AppKey = (ctx.application.clone(), ctx.driver);
+        let setup = r.command == CONNECT;
+        if !self.apps.contains_key(&key) {
+            // Commands of an application whose connections opened before the recording
+            // began say nothing about churn until it connects again.
+            if !setup {
+                return;
+            }
+            if self.apps.len() >= MAX_APPLICATIONS {
+                self.forget_least_recent(ended);
+            }
+        }
+        let app = self.apps.entry(key.clone()).or_default();
+        let latency = r.latency_us();
+        app.recorded_us += latency;
+        if setup {
+            app.setup_us += latency;
+            app.last_connect_us = r.request_us;
+            let run = app.run.get_or_insert_with(|| {
+                Run::new(Kind::ConnectionChurn, ctx, r, Detail::Churn { setup_us: 0, recorded_us: 0 })
+            });
+            run.add(r, ctx);
+        }
+        let detail = app.detail();
+        if let Some(run) = app.run.as_mut() {
+            run.detail = detail;
+        }
+        // Only a login can make a run qualify: any other command lowers the share.
+        if setup {
+            self.last = Some(key);
+        }
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.as_ref().and_then(|k| self.apps.get(k)).and_then(|a| a.run.as_ref())
+    }
+
+    fn connection_closed(&mut self, _conn_id: u64, _ended: &mut Vec<Run>) {
+        // An application's churn outlives each of its connections: that is what churn is.
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.apps.values().filter_map(|a| a.run.clone()));
+    }
+
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let Detail::Churn { setup_us, recorded_us } = run.detail else { return None };
+        (share(setup_us, recorded_us) >= self.min_share)
+            .then_some(Bar { min_executions: self.min_connections, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
+        self.apps.clear();
+        self.last = None;
+    }
+}
+
+/// Connections opened per second over the span from the first setup's start to the last
+/// one's end (a span under a millisecond counts as one).
+pub fn per_second(connections: u64, span_us: u64) -> f64 {
+    connections as f64 * 1e6 / span_us.max(1000) as f64
+}
+
+/// The share of `recorded_us` that went to `setup_us` (0–1).
+pub fn share(setup_us: u64, recorded_us: u64) -> f64 {
+    if recorded_us == 0 { 0.0 } else { (setup_us as f64 / recorded_us as f64).min(1.0) }
+}

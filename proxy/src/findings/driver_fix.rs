@@ -1,0 +1,126 @@
+//! Each fix in the words of the driver that ran the pattern: the setting, the call or the
+//! idiom that does in that driver what the fix asks. `None` where the driver has nothing of
+//! its own to say (the SQL-level fix is the whole fix) or cannot cause the pattern.
+
+use super::{Driver, Finding, Kind};
+use crate::fingerprint::StatementKind;
+
+/// The driver's own words for `f`'s fix, given `size` rows per fetch for an undersized fetch.
+pub fn words(f: &Finding, driver: Driver, size: u64) -> Option<String> {
+    match f.kind {
+        Kind::NPlusOne => n_plus_one(driver),
+        Kind::RepeatedWrite => match f.statement_kind {
+            StatementKind::Insert | StatementKind::Replace => batched_insert(driver),
+            _ => batched_change(driver),
+        },
+        Kind::UndersizedFetch => fetch(driver, size),
+        Kind::ChattySession => chatty(driver),
+        Kind::PaginationLoop | Kind::Compression => None,
+        Kind::ConnectionChurn => pooling(driver),
+    }
+    .map(|w| format!("{}: {w}", driver.name()))
+}
+
+/// One query per batch of keys: how the driver takes a list of keys.
+fn n_plus_one(driver: Driver) -> Option<String> {
+    Some(match driver {
+        Driver::PyMysql => "`cursor.execute(\"... IN %s\", (tuple(keys),))` sends a batch of keys as one list.",
+        Driver::MysqlConnectorPython => "`cursor.execute(\"... IN (\" + \", \".join([\"%s\"] * len(keys)) + \")\", keys)`, one statement per batch of keys.",
+        Driver::CLibrary => "with MariaDB Connector/Python, `cursor.execute(\"... IN (\" + \", \".join(\"?\" * len(keys)) + \")\", keys)`; with mysqlclient, `cursor.execute(\"... IN %s\", (tuple(keys),))`.",
+        Driver::MysqlConnectorJ | Driver::MariadbConnectorJ => "one PreparedStatement with `IN (?, ?, ...)` per batch of keys; with JPA/Hibernate, `JOIN FETCH` or `@BatchSize(size = 500)` on the association.",
+        Driver::Mysqlnd => "`$pdo->prepare('... IN (' . implode(',', array_fill(0, count($keys), '?')) . ')')->execute($keys)`; with an ORM, eager loading (Eloquent `with()`, Doctrine `JOIN FETCH`).",
+        Driver::Go => "build `IN (?, ?, ...)` for each batch and pass the keys as args (`sqlx.In` expands a slice).",
+        Driver::Node => "`connection.query('... IN (?)', [keys])` expands an array into a list (with `query`, not `execute`).",
+        Driver::DotNet => "Dapper expands a list (`WHERE id IN @ids`); with plain ADO.NET, one parameter per key.",
+        Driver::MysqlAsync => "`conn.exec(format!(\"... IN ({})\", vec![\"?\"; keys.len()].join(\", \")), keys)`, one statement per batch.",
+        Driver::Cli => return None,
+    }
+    .to_owned())
+}
+
+/// Many rows per INSERT: how the driver batches.
+fn batched_insert(driver: Driver) -> Option<String> {
+    Some(match driver {
+        Driver::PyMysql => "`cursor.executemany(sql, rows)` rewrites `INSERT ... VALUES (%s, ...)` into multi-row INSERTs.",
+        Driver::MysqlConnectorPython => "`cursor.executemany(sql, rows)` rewrites the INSERT into multi-row INSERTs.",
+        Driver::CLibrary => "MariaDB Connector/Python's `cursor.executemany(sql, rows)` sends all the rows in one bulk command; mysqlclient's writes multi-row INSERTs; Connector/C binds arrays (`STMT_ATTR_ARRAY_SIZE`).",
+        Driver::MysqlConnectorJ => "`addBatch()` then `executeBatch()`, with `rewriteBatchedStatements=true` in the URL: the driver sends multi-row INSERTs.",
+        Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()`, with `useBulkStmts=true` (one bulk command per batch) or `rewriteBatchedStatements=true` in the URL.",
+        Driver::Mysqlnd => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows: PDO and mysqli have no batch call.",
+        Driver::Go => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows; `interpolateParams=true` in the DSN also saves the prepare round trips.",
+        Driver::Node => "`connection.query('INSERT INTO t (a, b) VALUES ?', [rows])` sends a nested array as one multi-row INSERT.",
+        Driver::DotNet => "MySqlConnector's `MySqlBulkCopy`, or one multi-row INSERT per batch of rows.",
+        Driver::MysqlAsync => "build one multi-row INSERT per batch of rows (`exec_batch` still waits for each row).",
+        Driver::Cli => return None,
+    }
+    .to_owned())
+}
+
+/// Many rows per UPDATE/DELETE: only the batching APIs differ.
+fn batched_change(driver: Driver) -> Option<String> {
+    Some(match driver {
+        Driver::MysqlConnectorJ | Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()` with `rewriteBatchedStatements=true` sends the batch in one round trip.",
+        Driver::PyMysql | Driver::MysqlConnectorPython => "pass the keys of a batch as one list (`WHERE id IN %s` with a tuple).",
+        Driver::CLibrary => "MariaDB Connector/Python's `cursor.executemany(sql, rows)` sends all the rows in one bulk command.",
+        _ => return None,
+    }
+    .to_owned())
+}
+
+/// More rows per cursor fetch.
+fn fetch(driver: Driver, size: u64) -> Option<String> {
+    Some(match driver {
+        Driver::MysqlConnectorJ => format!(
+            "`useCursorFetch=true&defaultFetchSize={size}` in the JDBC URL, or `statement.setFetchSize({size})`."
+        ),
+        Driver::MariadbConnectorJ => {
+            format!("`statement.setFetchSize({size})`, or `defaultFetchSize={size}` in the JDBC URL.")
+        }
+        Driver::CLibrary => format!(
+            "with MariaDB Connector/Python, `conn.cursor(prefetch_size={size})`, or `cursor(buffered=False)` without `cursor_type` to stream the result in one round trip; with Connector/C, `mysql_stmt_attr_set(stmt, STMT_ATTR_PREFETCH_ROWS, &rows)` with rows = {size}; mysqlclient's `SSCursor` streams without a cursor."
+        ),
+        Driver::Mysqlnd => format!(
+            "`$stmt->attr_set(MYSQLI_STMT_ATTR_PREFETCH_ROWS, {size})`, or no `MYSQLI_CURSOR_TYPE_READ_ONLY`: the result then streams in one round trip."
+        ),
+        Driver::PyMysql => format!(
+            "`pymysql.cursors.SSCursor` with `fetchmany({size})` streams the result without a server-side cursor."
+        ),
+        _ => return None,
+    })
+}
+
+/// Fewer round trips that do no work.
+fn chatty(driver: Driver) -> Option<String> {
+    Some(match driver {
+        Driver::MysqlConnectorJ => "`useLocalSessionState=true` and `cacheServerConfiguration=true` in the URL drop the SET and SHOW round trips; in HikariCP leave `connectionTestQuery` unset (JDBC4 `isValid()` validates only idle connections).",
+        Driver::MariadbConnectorJ => "in HikariCP leave `connectionTestQuery` unset (JDBC4 `isValid()` validates only idle connections); session variables in `sessionVariables=` of the URL.",
+        Driver::PyMysql => "`autocommit=` and `init_command=` in `pymysql.connect()` instead of SETs on each use; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
+        Driver::MysqlConnectorPython => "`autocommit=` and `init_command=` in `connect()`; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
+        Driver::CLibrary => "with MariaDB Connector/Python, `autocommit=` and `init_command=` in `connect()` and a `ConnectionPool` that validates only after `pool_validation_interval`; with mysqlclient, `init_command=`; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
+        Driver::Mysqlnd => "session variables once in `PDO::MYSQL_ATTR_INIT_COMMAND`, and persistent connections (`PDO::ATTR_PERSISTENT`) to keep them.",
+        Driver::Go => "`interpolateParams=true` in the DSN (no prepare and close round trips per query), session variables as DSN parameters, and `db.SetConnMaxIdleTime` rather than pings.",
+        Driver::Node => "session variables once per connection (the pool's `connection` event), and `enableKeepAlive` rather than a ping per query.",
+        Driver::DotNet => "with MySqlConnector, `Connection Reset=false` when the code needs no fresh session on each `Open()` (a reset per borrow otherwise).",
+        Driver::MysqlAsync => "`PoolOpts::with_reset_connection(false)` when no session state leaks between users (a reset per return to the pool otherwise), and session variables in `OptsBuilder::init`.",
+        Driver::Cli => return None,
+    }
+    .to_owned())
+}
+
+/// A connection kept and reused instead of one opened per request.
+fn pooling(driver: Driver) -> Option<String> {
+    Some(match driver {
+        Driver::PyMysql => "with SQLAlchemy, one `create_engine(...)` per process pools the connections (`pool_size`, `pool_recycle`); without it, DBUtils' `PooledDB(pymysql, ...)`, or one connection kept per worker instead of `pymysql.connect()` per request.",
+        Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()` per request (its `close()` returns it to the pool), or SQLAlchemy's engine pool.",
+        Driver::CLibrary => "with MariaDB Connector/Python, `mariadb.ConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()`; with mysqlclient, SQLAlchemy's engine pool; with Connector/C, keep the `MYSQL` handle open between requests.",
+        Driver::MysqlConnectorJ => "a `HikariDataSource` (HikariCP) over the JDBC URL, or the application server's pooled DataSource, with `maximumPoolSize` near the concurrency; `getConnection()`/`close()` then borrow and return.",
+        Driver::MariadbConnectorJ => "a `HikariDataSource` (HikariCP), or the driver's own `MariaDbPoolDataSource` (`pool=true&maxPoolSize=10` in the URL); `getConnection()`/`close()` then borrow and return.",
+        Driver::Mysqlnd => "PHP cannot share a pool between requests: persistent connections (`PDO::ATTR_PERSISTENT => true`, or mysqli's `p:` host prefix) keep one per PHP-FPM worker; or a pooler beside the application such as ProxySQL.",
+        Driver::Go => "`database/sql` pools already: open the `*sql.DB` once and share it (not `sql.Open` per request), and keep idle connections with `db.SetMaxIdleConns(n)` near the concurrency (the default keeps 2) and `db.SetConnMaxIdleTime` rather than closing them.",
+        Driver::Node => "`mysql.createPool({...})` once, then `pool.query(...)` or `pool.getConnection()` per request instead of `createConnection` each time.",
+        Driver::DotNet => "MySqlConnector and Connector/NET pool by default: keep `Pooling=true` in the connection string and `Open()`/`Dispose()` per use; `Pooling=false` or a new connection string per request defeats the pool.",
+        Driver::MysqlAsync => "one `mysql_async::Pool::new(opts)` per process and `pool.get_conn()` per request instead of `Conn::new` each time.",
+        Driver::Cli => "a shell loop of `mariadb -e` opens a connection per statement: feed the statements to one `mariadb` process (a file or a here-document).",
+    }
+    .to_owned())
+}

@@ -1,0 +1,364 @@
+//! The findings engine: feeds every detector, and — once for every kind — decides which runs
+//! qualify, merges them into findings, and assesses them for reports.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use rttscope_config::FindingsConfig;
+
+use super::chatty::Chatty;
+use super::churn::{self, ConnectionChurn};
+use super::compression::{self, Compression};
+use super::cursors::Cursors;
+use super::loops::Loops;
+use super::pages::Pages;
+use super::run::{Context, Detector, Run};
+use super::whatif::{self, projections};
+use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
+use crate::record::{CommandRecord, Consumer, Event};
+
+/// Most distinct findings kept; the cheapest go first.
+const MAX_FINDINGS: usize = 1000;
+/// New-finding log lines allowed per minute.
+const LOG_LINES_PER_MINUTE: u32 = 10;
+/// Connections whose application name is remembered.
+const MAX_APPLICATIONS: usize = 65_536;
+/// Occurrences kept for rolling windows (each a few hundred bytes).
+const MAX_RECENT: usize = 10_000;
+/// How far back rolling windows reach unless `report.window_max` says otherwise.
+const DEFAULT_KEEP_RECENT_US: u64 = 3_600_000_000;
+
+pub struct FindingsEngine {
+    config: FindingsConfig,
+    reference_rtt_us: u64,
+    detectors: Vec<Box<dyn Detector>>,
+    /// `user@client-host` by connection.
+    applications: HashMap<u64, Arc<str>>,
+    /// The client library by connection, when its attributes named one we know.
+    drivers: HashMap<u64, Driver>,
+    /// The emulated link configured now (set by the consumer before each batch).
+    emulated: Option<Emulated>,
+    found: HashMap<FindingKey, Finding>,
+    /// Each occurrence that qualified, with when it ended, for rolling-window reports: kept
+    /// for `keep_recent_us` and at most `MAX_RECENT` of them.
+    recent: VecDeque<(u64, Finding)>,
+    keep_recent_us: u64,
+    announced: HashSet<FindingKey>,
+    /// Occurrences that qualified, by kind, since start (metrics).
+    pub counts: BTreeMap<&'static str, u64>,
+    log_window: (u64, u32),
+    unnamed: Arc<str>,
+}
+
+impl FindingsEngine {
+    pub fn new(config: FindingsConfig) -> FindingsEngine {
+        let reference_rtt_us = config.reference_rtt.0.as_micros() as u64;
+        let detectors: Vec<Box<dyn Detector>> = vec![
+            Box::new(Loops::new(&config)),
+            Box::new(Cursors::new(&config.fetch)),
+            Box::new(Pages::new(&config.pagination)),
+            Box::new(Chatty::new(&config.chatty)),
+            Box::new(ConnectionChurn::new(&config.connection_churn)),
+            Box::new(Compression::new(&config)),
+        ];
+        FindingsEngine {
+            config,
+            reference_rtt_us,
+            detectors,
+            applications: HashMap::default(),
+            drivers: HashMap::default(),
+            emulated: None,
+            found: HashMap::default(),
+            recent: VecDeque::new(),
+            keep_recent_us: DEFAULT_KEEP_RECENT_US,
+            announced: HashSet::new(),
+            counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
+            log_window: (0, 0),
+            unnamed: Arc::from(""),
+        }
+    }
+
+    /// The emulated link configured now; commands collected from here on ran over it when
+    /// their records say a link added time.
+    pub fn set_emulated(&mut self, emulated: Option<Emulated>) {
+        self.emulated = emulated;
+    }
+
+    pub fn observe(&mut self, event: &Event) {
+        let mut ended = Vec::new();
+        let now_us = match event {
+            Event::Command(r) => {
+                self.command(r, &mut ended);
+                r.last_byte_us
+            }
+            Event::Connected { conn_id, client, user, at_us, legs, .. } => {
+                if self.applications.len() < MAX_APPLICATIONS {
+                    self.applications.insert(*conn_id, Arc::from(format!("{user}@{}", host_of(client))));
+                    let driver = legs
+                        .client_library
+                        .as_deref()
+                        .and_then(|library| Driver::infer(library, legs.client_program.as_deref()));
+                    if let Some(driver) = driver {
+                        self.drivers.insert(*conn_id, driver);
+                    }
+                }
+                *at_us
+            }
+            Event::Identity { conn_id, user, .. } => {
+                if let Some(app) = self.applications.get_mut(conn_id) {
+                    let host = app.rsplit_once('@').map_or("", |(_, h)| h).to_owned();
+                    *app = Arc::from(format!("{user}@{host}"));
+                }
+                return;
+            }
+            Event::Closed { conn_id, at_us } => {
+                for d in &mut self.detectors {
+                    d.connection_closed(*conn_id, &mut ended);
+                }
+                self.applications.remove(conn_id);
+                self.drivers.remove(conn_id);
+                *at_us
+            }
+        };
+        self.record(ended, now_us);
+    }
+
+    fn command(&mut self, r: &CommandRecord, ended: &mut Vec<Run>) {
+        let ctx = Context {
+            scope: r.trace.map_or(PatternScope::Connection(r.conn_id), PatternScope::Trace),
+            application: self.applications.get(&r.conn_id).unwrap_or(&self.unnamed).clone(),
+            origin: r.origin.clone(),
+            emulated: self.emulated,
+            driver: self.drivers.get(&r.conn_id).copied(),
+        };
+        let reference = self.reference_rtt_us;
+        let mut newly = Vec::new();
+        for d in &mut self.detectors {
+            d.command(r, &ctx, ended);
+            if let Some(run) = d.last_extended()
+                && qualifies(&**d, run, reference)
+                && !self.announced.contains(&run.key())
+            {
+                newly.push(run.to_finding());
+            }
+        }
+        for f in newly {
+            // A churn or compression run lasts as long as the recording, so it is counted
+            // when it first qualifies rather than when it ends.
+            if matches!(f.kind, Kind::ConnectionChurn | Kind::Compression) {
+                *self.counts.entry(f.kind.name()).or_default() += 1;
+            }
+            self.announce(&f, r.last_byte_us);
+        }
+    }
+
+    /// Keeps the ended runs that qualify.
+    fn record(&mut self, ended: Vec<Run>, now_us: u64) {
+        for run in ended {
+            let Some(d) = self.detector_of(run.kind) else { continue };
+            if !qualifies(d, &run, self.reference_rtt_us) {
+                continue;
+            }
+            let f = run.to_finding();
+            if !matches!(f.kind, Kind::ConnectionChurn | Kind::Compression) {
+                *self.counts.entry(f.kind.name()).or_default() += 1;
+            }
+            self.announce(&f, now_us);
+            self.remember_recent(now_us, &f);
+            match self.found.get_mut(&f.key()) {
+                Some(existing) => existing.merge(&f),
+                None => {
+                    if self.found.len() >= MAX_FINDINGS
+                        && let Some(cheapest) =
+                            self.found.iter().min_by_key(|(_, g)| g.round_trips).map(|(k, _)| k.clone())
+                    {
+                        self.found.remove(&cheapest);
+                    }
+                    self.found.insert(f.key(), f);
+                }
+            }
+        }
+    }
+
+    /// The detectors, in the order they see commands.
+    #[cfg(test)]
+    pub(crate) fn detectors(&self) -> impl Iterator<Item = &dyn Detector> {
+        self.detectors.iter().map(|d| &**d)
+    }
+
+    fn detector_of(&self, kind: Kind) -> Option<&dyn Detector> {
+        self.detectors.iter().find(|d| d.kinds().contains(&kind)).map(|d| &**d)
+    }
+
+    /// One warning per new finding, at most a few a minute.
+    fn announce(&mut self, f: &Finding, now_us: u64) {
+        if self.announced.len() >= 2 * MAX_FINDINGS {
+            self.announced.clear();
+        }
+        if !self.announced.insert(f.key()) {
+            return;
+        }
+        let minute = now_us / 60_000_000;
+        if self.log_window.0 != minute {
+            self.log_window = (minute, 0);
+        }
+        self.log_window.1 += 1;
+        if self.log_window.1 <= LOG_LINES_PER_MINUTE {
+            tracing::warn!(
+                kind = f.kind.name(),
+                statement = %f.fingerprint,
+                round_trips = f.round_trips,
+                "finding: {}",
+                suggest::headline(f)
+            );
+        }
+    }
+
+    /// Rolling windows reach back `window_max` (`report.window_max`; 0 keeps nothing).
+    pub fn keep_recent(&mut self, window_max: std::time::Duration) {
+        self.keep_recent_us = u64::try_from(window_max.as_micros()).unwrap_or(u64::MAX);
+    }
+
+    fn remember_recent(&mut self, ended_us: u64, f: &Finding) {
+        if self.keep_recent_us == 0 {
+            return;
+        }
+        let oldest = ended_us.saturating_sub(self.keep_recent_us);
+        while self.recent.front().is_some_and(|(at, _)| *at < oldest) || self.recent.len() >= MAX_RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((ended_us, f.clone()));
+    }
+
+    /// Every finding so far, runs in progress included, for a report: ranked by what it
+    /// would cost at the reference RTT. `conn_time` gives each connection's time in commands
+    /// (for "share of the connection").
+    pub fn report(&self, conn_time: &dyn Fn(u64) -> u64) -> Vec<Assessed> {
+        self.ranked(self.found.clone(), conn_time)
+    }
+
+    /// The findings of a rolling window: the occurrences that ended since `since_us`, merged
+    /// per statement as the cumulative report merges them, and the runs in progress now (a
+    /// run that spans the recording, such as connection churn, counts as it stands).
+    pub fn report_since(&self, since_us: u64, conn_time: &dyn Fn(u64) -> u64) -> Vec<Assessed> {
+        let mut all: HashMap<FindingKey, Finding> = HashMap::default();
+        for (_, f) in self.recent.iter().filter(|(at, _)| *at >= since_us) {
+            match all.get_mut(&f.key()) {
+                Some(existing) => existing.merge(f),
+                None => {
+                    all.insert(f.key(), f.clone());
+                }
+            }
+        }
+        self.ranked(all, conn_time)
+    }
+
+    /// `all` and the runs in progress, assessed and ranked.
+    fn ranked(&self, mut all: HashMap<FindingKey, Finding>, conn_time: &dyn Fn(u64) -> u64) -> Vec<Assessed> {
+        let mut open = Vec::new();
+        for d in &self.detectors {
+            open.clear();
+            d.in_progress(&mut open);
+            for run in open.iter().filter(|run| qualifies(&**d, run, self.reference_rtt_us)) {
+                let f = run.to_finding();
+                match all.get_mut(&f.key()) {
+                    Some(existing) => existing.merge(&f),
+                    None => {
+                        all.insert(f.key(), f);
+                    }
+                }
+            }
+        }
+        let mut assessed: Vec<Assessed> = all.into_values().map(|f| self.assess(f, conn_time)).collect();
+        assessed.sort_by(|a, b| {
+            b.at_reference_us.cmp(&a.at_reference_us).then_with(|| a.finding.fingerprint.cmp(&b.finding.fingerprint))
+        });
+        assessed
+    }
+
+    fn assess(&self, f: Finding, conn_time: &dyn Fn(u64) -> u64) -> Assessed {
+        let measured = f.measured();
+        let at_reference_us = whatif::project(measured, self.reference_rtt_us, None);
+        // Churn spans more connections than a finding lists: its detector kept the sums.
+        let (part, whole) = match f.detail {
+            Detail::Churn { setup_us, recorded_us } => (setup_us, recorded_us),
+            _ => (f.cost_us, f.per_conn.iter().map(|(c, _)| conn_time(*c)).sum()),
+        };
+        let share_of_connection_time = churn::share(part, whole);
+        let what_if = projections(measured, &self.config.scenarios, suggest::subject(f.kind));
+        // Compression's fix is worth what it saves at each link's bandwidth.
+        let fix = match f.kind {
+            Kind::Compression => compression::fix(&f, &what_if),
+            _ => suggest::fix(&f),
+        };
+        Assessed {
+            severity: Severity::at_reference(at_reference_us),
+            headline: suggest::headline(&f),
+            fix,
+            reference_rtt_us: self.reference_rtt_us,
+            at_reference_us,
+            base_us: measured.base_us(),
+            what_if,
+            emulation: f.emulated.map(|e| whatif::check_emulation(measured, e)),
+            share_of_connection_time,
+            finding: f,
+        }
+    }
+
+    pub fn reset(&mut self) {
+        for d in &mut self.detectors {
+            d.clear();
+        }
+        self.found.clear();
+        self.recent.clear();
+        self.announced.clear();
+    }
+}
+
+/// Whether a run clears its detector's bar: the one qualification rule for every kind.
+fn qualifies(d: &dyn Detector, run: &Run, reference_rtt_us: u64) -> bool {
+    d.bar(run).is_some_and(|bar| {
+        run.executions >= bar.min_executions
+            && run.round_trips.saturating_mul(reference_rtt_us) >= bar.min_projected_cost_us
+    })
+}
+
+/// Feeds the engine from the collector, one lock per batch, telling it first which link is
+/// emulated now.
+pub struct FindingsConsumer {
+    engine: Arc<Mutex<FindingsEngine>>,
+    emulated: Box<dyn Fn() -> Option<Emulated> + Send>,
+}
+
+impl FindingsConsumer {
+    /// `emulated` says which link is emulated at the moment it is called.
+    pub fn new(
+        engine: Arc<Mutex<FindingsEngine>>,
+        emulated: impl Fn() -> Option<Emulated> + Send + 'static,
+    ) -> FindingsConsumer {
+        FindingsConsumer { engine, emulated: Box::new(emulated) }
+    }
+}
+
+impl Consumer for FindingsConsumer {
+    fn events(&mut self, batch: &[Event]) {
+        let emulated = (self.emulated)();
+        let mut engine = self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        engine.set_emulated(emulated);
+        for event in batch {
+            engine.observe(event);
+        }
+    }
+}
+
+/// The host of a client address as logs name it: `10.0.0.7` of `10.0.0.7:51234`,
+/// `::1` of `[::1]:51234`, `unix` of a Unix socket's `unix:/path`.
+fn host_of(client: &str) -> &str {
+    if client.starts_with("unix:") {
+        return "unix";
+    }
+    let host = client.rsplit_once(':').map_or(client, |(host, _)| host);
+    host.trim_start_matches('[').trim_end_matches(']')
+}

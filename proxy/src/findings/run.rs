@@ -1,0 +1,362 @@
+//! The shape every detector shares: the [`Detector`] trait, the [`Run`] it accumulates (one
+//! occurrence of a pattern), the [`Bar`] a run must clear, and what a command is to a detector
+//! ([`Role`]).
+
+use std::sync::Arc;
+
+use super::{Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope};
+use crate::fingerprint::{FingerprintId, StatementKind};
+use crate::protocol::constants::command::*;
+use crate::record::{CommandRecord, Origin};
+
+/// Where and for whom a command ran, as every detector sees it.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The connection, or the request when the command carried a `traceparent`.
+    pub scope: PatternScope,
+    /// `user@client-host` of the connection (empty when unknown).
+    pub application: Arc<str>,
+    /// Where in the application the command came from (its sqlcommenter tags).
+    pub origin: Option<Arc<Origin>>,
+    /// The emulated link configured when the command was collected.
+    pub emulated: Option<Emulated>,
+    /// The connection's client library, when its connection attributes named one we know.
+    pub driver: Option<Driver>,
+}
+
+/// What a run must reach to be reported. Checked by the engine for every kind alike: at least
+/// `min_executions`, and round trips that would cost at least `min_projected_cost_us` at the
+/// reference RTT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bar {
+    pub min_executions: u64,
+    pub min_projected_cost_us: u64,
+}
+
+/// A detector of one or more finding kinds.
+pub trait Detector: Send {
+    /// The kinds of the runs it makes.
+    fn kinds(&self) -> &'static [Kind];
+
+    /// Follows one command. Runs it ended (because this command broke them) go to `ended`.
+    fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>);
+
+    /// The run the last command extended, if it extended one, so the engine can announce a
+    /// finding the moment it qualifies.
+    fn last_extended(&self) -> Option<&Run>;
+
+    /// A connection closed: its runs go to `ended`.
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>);
+
+    /// Copies of the runs still in progress, for a report.
+    fn in_progress(&self, out: &mut Vec<Run>);
+
+    /// The bar `run` must clear, or `None` when it cannot qualify whatever its size (a
+    /// cursor fetching enough rows per batch, pages that are not full).
+    fn bar(&self, run: &Run) -> Option<Bar>;
+
+    /// Forgets everything (`POST /reset`).
+    fn clear(&mut self);
+}
+
+/// The parent of an N+1 loop: the query whose result rows the loop's values came from. Its
+/// round trip, time and bytes are part of the loop's (N children cost N+1 round trips).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParentLink {
+    pub fingerprint: FingerprintId,
+    pub text: Arc<str>,
+    pub request_us: u64,
+    pub end_us: u64,
+    pub round_trips: u64,
+    pub bytes: u64,
+    pub injected_us: u64,
+}
+
+/// What a run keeps of one of its commands: enough to add it later (a chatty session's
+/// window holds these until it turns out dense enough).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub conn_id: u64,
+    pub request_us: u64,
+    pub last_byte_us: u64,
+    pub round_trips: u32,
+    pub rtt_us: u32,
+    /// Both ways.
+    pub bytes: u64,
+    pub rows: u64,
+    pub injected_us: u64,
+}
+
+impl Step {
+    pub fn of(r: &CommandRecord) -> Step {
+        Step {
+            conn_id: r.conn_id,
+            request_us: r.request_us,
+            last_byte_us: r.last_byte_us,
+            round_trips: r.round_trips,
+            rtt_us: r.rtt_us,
+            bytes: {
+                let (up, down) = r.wire();
+                up + down
+            },
+            rows: r.rows,
+            injected_us: r.injected_within_latency(),
+        }
+    }
+}
+
+/// Connections remembered per run (a traced loop may span a pool).
+pub const CONNECTIONS_PER_RUN: usize = 16;
+/// Statements a chatty run names.
+const TOP_SHOWN: usize = 5;
+
+/// One occurrence of a pattern in progress: the accumulator every detector uses.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub kind: Kind,
+    pub scope: PatternScope,
+    pub application: Arc<str>,
+    /// The first command's origin. A chatty session spans many statements, so has none.
+    pub origin: Option<Arc<Origin>>,
+    pub fingerprint: FingerprintId,
+    pub text: Arc<str>,
+    pub statement_kind: StatementKind,
+    pub executions: u64,
+    pub round_trips: u64,
+    /// First request and last response of the run's own commands (`first_us` is `u64::MAX`
+    /// until the first command).
+    pub first_us: u64,
+    pub last_us: u64,
+    /// The union of its commands' request-to-last-byte intervals: pipelined commands overlap,
+    /// and their sum would exceed the wall clock.
+    pub busy_us: u64,
+    /// Of `busy_us`, what an emulated link added (each command's share of the time it added
+    /// to the union).
+    pub injected_us: u64,
+    pub bytes: u64,
+    pub rows: u64,
+    pub per_conn: Vec<(u64, u64)>,
+    pub rtt_us: u32,
+    pub emulated: Option<Emulated>,
+    pub driver: Option<Driver>,
+    pub parent: Option<ParentLink>,
+    pub detail: Detail,
+}
+
+impl Run {
+    /// An empty run of `kind` about `r`'s statement.
+    pub fn new(kind: Kind, ctx: &Context, r: &CommandRecord, detail: Detail) -> Run {
+        Run {
+            kind,
+            scope: ctx.scope,
+            application: ctx.application.clone(),
+            origin: if kind == Kind::ChattySession { None } else { ctx.origin.clone() },
+            fingerprint: r.fingerprint,
+            text: r.text.clone(),
+            statement_kind: r.kind,
+            executions: 0,
+            round_trips: 0,
+            first_us: u64::MAX,
+            last_us: 0,
+            busy_us: 0,
+            injected_us: 0,
+            bytes: 0,
+            rows: 0,
+            per_conn: Vec::new(),
+            rtt_us: 0,
+            emulated: None,
+            driver: ctx.driver,
+            parent: None,
+            detail,
+        }
+    }
+
+    /// Adds one of the pattern's own commands.
+    pub fn add(&mut self, r: &CommandRecord, ctx: &Context) {
+        self.add_step(&Step::of(r), ctx);
+    }
+
+    /// Adds one of the pattern's own commands, as remembered.
+    pub fn add_step(&mut self, r: &Step, ctx: &Context) {
+        let latency = r.last_byte_us.saturating_sub(r.request_us);
+        let from = if self.executions == 0 { r.request_us } else { r.request_us.max(self.last_us) };
+        let added = r.last_byte_us.saturating_sub(from).min(latency);
+        self.busy_us += added;
+        if latency > 0 {
+            self.injected_us +=
+                (u128::from(r.injected_us.min(latency)) * u128::from(added) / u128::from(latency)) as u64;
+        }
+        self.executions += 1;
+        self.round_trips += u64::from(r.round_trips);
+        self.first_us = self.first_us.min(r.request_us);
+        self.last_us = self.last_us.max(r.last_byte_us);
+        self.bytes += r.bytes;
+        self.rows += r.rows;
+        add_round_trips(&mut self.per_conn, r.conn_id, u64::from(r.round_trips));
+        self.rtt_us = min_known(self.rtt_us, r.rtt_us);
+        if r.injected_us > 0 && self.emulated.is_none() {
+            self.emulated = ctx.emulated;
+        }
+    }
+
+    /// What the run's finding will merge by.
+    pub fn key(&self) -> FindingKey {
+        (
+            self.kind,
+            self.fingerprint,
+            self.parent.as_ref().map(|p| p.fingerprint),
+            self.application.clone(),
+            self.origin.clone(),
+            self.driver,
+        )
+    }
+
+    /// The run as a finding of one occurrence; a linked parent's round trip, time and bytes
+    /// are part of it.
+    pub fn to_finding(&self) -> Finding {
+        let (mut round_trips, mut cost_us, mut injected_us, mut bytes) =
+            (self.round_trips, self.busy_us, self.injected_us, self.bytes);
+        let mut first_us = self.first_us.min(self.last_us);
+        if let Some(p) = &self.parent {
+            round_trips += p.round_trips;
+            cost_us += p.end_us.saturating_sub(p.request_us);
+            injected_us += p.injected_us;
+            bytes += p.bytes;
+            first_us = first_us.min(p.request_us);
+        }
+        let elapsed_us = self.last_us.saturating_sub(first_us);
+        Finding {
+            kind: self.kind,
+            fingerprint: self.fingerprint,
+            text: self.text.clone(),
+            statement_kind: self.statement_kind,
+            application: self.application.clone(),
+            origin: self.origin.clone(),
+            parent: self.parent.as_ref().map(|p| (p.fingerprint, p.text.clone())),
+            scope: self.scope,
+            occurrences: 1,
+            executions: self.executions,
+            smallest: self.executions,
+            largest: self.executions,
+            round_trips,
+            elapsed_us,
+            // Its own commands fall within its span; a parent's overlapping the first child
+            // (pipelined) must not push the sum past it.
+            cost_us: cost_us.min(elapsed_us),
+            injected_us: injected_us.min(cost_us),
+            bytes,
+            rows: self.rows,
+            detail: self.detail.clone(),
+            per_conn: self.per_conn.clone(),
+            rtt_us: self.rtt_us,
+            emulated: self.emulated,
+            driver: self.driver,
+        }
+    }
+}
+
+/// What a command is to the detectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A statement that reads or writes data: what loops are made of.
+    Data,
+    /// Ends what came before: a transaction's start or end, a session reset or user change.
+    /// Statements on either side of one are not back to back.
+    Boundary,
+    /// A round trip that does no work on data: a ping, `SET`, `SHOW`, `USE`, a `SELECT`
+    /// without `FROM` (`SELECT 1`, `SELECT @@version`). What chatty sessions are made of.
+    Housekeeping,
+    /// Everything else: prepares, fetches, closes, connection setup.
+    Other,
+}
+
+impl Role {
+    pub fn of(r: &CommandRecord) -> Role {
+        match r.command {
+            COM_QUERY | COM_STMT_EXECUTE => statement_role(r.kind, &r.text),
+            COM_PING | COM_INIT_DB | COM_STATISTICS | COM_SET_OPTION | COM_DEBUG => Role::Housekeeping,
+            COM_RESET_CONNECTION | COM_CHANGE_USER => Role::Boundary,
+            _ => Role::Other,
+        }
+    }
+}
+
+/// The role of a statement from its kind and normalised text (lower case, one space).
+fn statement_role(kind: StatementKind, text: &str) -> Role {
+    let first = text.split([' ', '(']).next().unwrap_or_default();
+    match kind {
+        StatementKind::Select if !text.contains(" from ") => Role::Housekeeping,
+        StatementKind::Other => match first {
+            "begin" | "commit" | "xa" => Role::Boundary,
+            "start" if text.starts_with("start transaction") => Role::Boundary,
+            "rollback" if !text.starts_with("rollback to") => Role::Boundary,
+            "set" | "show" | "use" | "do" => Role::Housekeeping,
+            _ => Role::Data,
+        },
+        _ => Role::Data,
+    }
+}
+
+/// The smaller of two RTTs, where 0 means unknown.
+pub(crate) fn min_known(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (x, y) => x.min(y),
+    }
+}
+
+/// Adds `n` round trips of connection `conn` to a bounded per-connection list.
+pub(crate) fn add_round_trips(list: &mut Vec<(u64, u64)>, conn: u64, n: u64) {
+    match list.iter().position(|(c, _)| *c == conn) {
+        Some(i) => list[i].1 += n,
+        None if list.len() < CONNECTIONS_PER_RUN => list.push((conn, n)),
+        None => {}
+    }
+}
+
+/// Adds `more`'s statement counts to `top`, keeping the largest few, largest first.
+pub(crate) fn merge_top(top: &mut Vec<(Arc<str>, u64)>, more: &[(Arc<str>, u64)]) {
+    for (text, n) in more {
+        match top.iter_mut().find(|(t, _)| t == text) {
+            Some(entry) => entry.1 += n,
+            None => top.push((text.clone(), *n)),
+        }
+    }
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(TOP_SHOWN);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_of_statements() {
+        let cases = [
+            (StatementKind::Select, "select c from sbtest1 where id=?", Role::Data),
+            (StatementKind::Select, "select ?", Role::Housekeeping),
+            (StatementKind::Select, "select @@version_comment limit ?", Role::Housekeeping),
+            (StatementKind::Select, "select (select count(*) from t)", Role::Data),
+            (StatementKind::Update, "update t set a=? where id=?", Role::Data),
+            (StatementKind::Other, "begin", Role::Boundary),
+            (StatementKind::Other, "start transaction read only", Role::Boundary),
+            (StatementKind::Other, "commit", Role::Boundary),
+            (StatementKind::Other, "rollback", Role::Boundary),
+            (StatementKind::Other, "rollback to savepoint a", Role::Data),
+            (StatementKind::Other, "set autocommit=?", Role::Housekeeping),
+            (StatementKind::Other, "show warnings", Role::Housekeeping),
+            (StatementKind::Other, "create table t (a int)", Role::Data),
+        ];
+        for (kind, text, role) in cases {
+            assert_eq!(statement_role(kind, text), role, "{text}");
+        }
+    }
+
+    #[test]
+    fn top_statements_merge_and_stay_few() {
+        let t = |s: &str, n| (Arc::<str>::from(s), n);
+        let mut top = vec![t("a", 5), t("b", 3)];
+        merge_top(&mut top, &[t("b", 4), t("c", 1), t("d", 1), t("e", 1), t("f", 1)]);
+        assert_eq!(top, vec![t("b", 7), t("a", 5), t("c", 1), t("d", 1), t("e", 1)]);
+    }
+}

@@ -1,0 +1,183 @@
+//! No literal survives fingerprinting, whatever the session's `sql_mode`: random SQL with a
+//! marker inside every literal, written as a client would write it under each mode.
+
+use proptest::prelude::*;
+
+use super::{Fingerprinter, SqlMode};
+
+/// Put in every literal and comment; must never appear in a normalised text.
+const MARKER: &str = "LeakMark";
+
+/// One byte or run of a literal's or comment's content, before quoting.
+fn content() -> impl Strategy<Value = Vec<&'static str>> {
+    let piece = prop_oneof![
+        Just(MARKER),
+        Just("'"),
+        Just("\""),
+        Just("\\"),
+        Just("\\'"),
+        Just("\\\""),
+        Just("\\\\"),
+        Just("`"),
+        Just(" "),
+        Just("\n"),
+        Just("\r"),
+        Just("\u{1b}"),
+        Just("*"),
+        Just("/"),
+        Just("--"),
+        Just("#"),
+        Just(";"),
+        Just("a"),
+        Just("é"),
+    ];
+    prop::collection::vec(piece, 0..12).prop_map(|mut v| {
+        v.push(MARKER);
+        v
+    })
+}
+
+/// `body` quoted with `quote` as the server reads it under `mode`: a quote is doubled or
+/// (where backslashes escape) backslashed, a backslash doubled where it escapes.
+fn quoted(body: &[&str], quote: char, mode: SqlMode, backslash_quote: bool) -> String {
+    let name = quote == '"' && mode.ansi_quotes;
+    let backslash = !(mode.no_backslash_escapes || name);
+    let mut out = String::from(quote);
+    for c in body.concat().chars() {
+        match c {
+            '\\' if backslash => out.push_str("\\\\"),
+            c if c == quote && backslash && backslash_quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c == quote => {
+                out.push(c);
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// What a comment body may hold: anything but its own end.
+fn comment_safe(body: &[&str], end: &str) -> String {
+    body.concat().replace(end, " ")
+}
+
+fn statement(mode: SqlMode) -> impl Strategy<Value = String> {
+    let token = prop_oneof![
+        3 => prop::sample::select(vec![
+            "SELECT", "a", "t.b", "FROM", "t", "WHERE", "=", "AND", "IN", "(", ")", ",", "VALUES", "INSERT INTO t",
+            "LIMIT", "1", "-2", "0x1F", "?", ";", "NULL", "`c`", "+", "-", "/", "*", ".",
+        ])
+        .prop_map(String::from),
+        2 => (content(), any::<bool>(), 0..3u8).prop_map(move |(body, bq, prefix)| {
+            let lit = quoted(&body, '\'', mode, bq);
+            match prefix {
+                0 => lit,
+                1 => format!("N{lit}"),
+                _ => format!("_utf8mb4 {lit}"),
+            }
+        }),
+        1 => (content(), any::<bool>()).prop_map(move |(body, bq)| quoted(&body, '"', mode, bq)),
+        1 => content().prop_map(|body| format!("/* {} */", comment_safe(&body, "*/"))),
+        // A hint's words are names, kept like the statement's; only its literals are values.
+        1 => Just("/*+ INDEX(t i) */".to_string()),
+        1 => (content(), any::<bool>())
+            .prop_map(move |(body, bq)| format!("/*+ SET_VAR(x={}) */", quoted(&[&comment_safe(&body, "*/")], '\'', mode, bq))),
+        1 => content().prop_map(|body| format!("-- {}\n", comment_safe(&body, "\n"))),
+        1 => content().prop_map(|body| format!("# {}\n", comment_safe(&body, "\n"))),
+    ];
+    prop::collection::vec(token, 1..16).prop_map(|tokens| tokens.join(" "))
+}
+
+fn any_mode() -> impl Strategy<Value = SqlMode> {
+    (any::<bool>(), any::<bool>())
+        .prop_map(|(no_backslash_escapes, ansi_quotes)| SqlMode { no_backslash_escapes, ansi_quotes })
+}
+
+fn mode_and_statement() -> impl Strategy<Value = (SqlMode, String)> {
+    any_mode().prop_flat_map(|mode| statement(mode).prop_map(move |sql| (mode, sql)))
+}
+
+/// A multi-statement query that changes the mode half way: the rest is written for the new one.
+fn mode_change_and_statements() -> impl Strategy<Value = (SqlMode, String)> {
+    (any_mode(), any_mode()).prop_flat_map(|(before, after)| {
+        (statement(before), statement(after)).prop_map(move |(first, second)| {
+            let mut modes = Vec::new();
+            if after.no_backslash_escapes {
+                modes.push("NO_BACKSLASH_ESCAPES");
+            }
+            if after.ansi_quotes {
+                modes.push("ANSI_QUOTES");
+            }
+            (before, format!("{first}; SET SESSION sql_mode = '{}'; {second}", modes.join(",")))
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_marker_survives_under_any_mode((mode, sql) in mode_and_statement()) {
+        let mut f = Fingerprinter::new();
+        let fp = f.fingerprint_in(sql.as_bytes(), mode);
+        prop_assert!(
+            !fp.text.to_ascii_lowercase().contains(&MARKER.to_ascii_lowercase()),
+            "{mode:?} {sql:?} -> {:?}", fp.text
+        );
+    }
+
+    #[test]
+    fn no_marker_survives_a_mode_set_in_the_same_query((mode, sql) in mode_change_and_statements()) {
+        let mut f = Fingerprinter::new();
+        let fp = f.fingerprint_in(sql.as_bytes(), mode);
+        prop_assert!(
+            !fp.text.to_ascii_lowercase().contains(&MARKER.to_ascii_lowercase()),
+            "{mode:?} {sql:?} -> {:?}", fp.text
+        );
+    }
+}
+
+#[test]
+fn a_mode_set_earlier_in_the_query_holds_for_the_rest() {
+    let mut f = Fingerprinter::new();
+    let sql = br"SET sql_mode='NO_BACKSLASH_ESCAPES'; SELECT 'a\', 'LEAKC1'";
+    assert_eq!(f.fingerprint(sql).text, "set sql_mode=?; select ?, ?");
+    let sql = br#"SET sql_mode = 'ANSI'; SELECT 1 AS "a\", 'x"LEAKC2'; SET sql_mode = DEFAULT; SELECT "\"LEAKC3""#;
+    assert_eq!(f.fingerprint(sql).text, "set sql_mode = ?; select ? as ?, ?; set sql_mode = default; select ?");
+}
+
+#[test]
+fn a_trailing_backslash_is_a_character_without_backslash_escapes() {
+    let mode = SqlMode { no_backslash_escapes: true, ansi_quotes: false };
+    let mut f = Fingerprinter::new();
+    assert_eq!(f.fingerprint_in(br"SELECT 'a\', 'LEAKC1'", mode).text, "select ?, ?");
+    assert_eq!(f.fingerprint_in(br#"SELECT "a\", "LEAKC1""#, mode).text, "select ?, ?");
+    assert_eq!(f.fingerprint_in(br"SELECT N'a\', 'LEAKC1'", mode).text, "select ?, ?");
+    // With backslash escapes the server reads the same bytes as a string, a name and an
+    // unterminated string: only the mode tells which.
+    assert_eq!(f.fingerprint(br"SELECT 'a\', 'LEAKC1'").text, "select ?leakc1?");
+}
+
+#[test]
+fn a_double_quoted_name_is_read_without_escapes_and_hidden() {
+    let mode = SqlMode { no_backslash_escapes: false, ansi_quotes: true };
+    let mut f = Fingerprinter::new();
+    assert_eq!(f.fingerprint_in(br#"SELECT "a\", 'LEAK"C1' FROM t"#, mode).text, "select ?, ? from t");
+    let as_name = f.fingerprint_in(br#"SELECT "col" FROM t"#, mode).id;
+    assert_eq!(as_name, f.fingerprint(br#"SELECT "col" FROM t"#).id);
+}
+
+#[test]
+fn literal_values_hash_as_the_mode_reads_them() {
+    let mut f = Fingerprinter::new();
+    let plain = SqlMode { no_backslash_escapes: true, ansi_quotes: false };
+    let raw = f.fingerprint_in(br"SELECT 'a\n'''", plain).values.to_vec();
+    assert_eq!(raw, [super::hash_value(b"a\\n'")]);
+    let escaped = f.fingerprint(br"SELECT 'a\n'''").values.to_vec();
+    assert_eq!(escaped, [super::hash_value(b"a\n'")]);
+}

@@ -1,0 +1,86 @@
+//! Which commands waited for a retransmission: the long-haul socket's loss counters
+//! (rttscope's retransmissions, the server's segments that arrived behind a hole) read at
+//! the end of every response. A command whose window — from the previous response's end
+//! to its own — moved them was held up by a lost segment, its own or its response's. The
+//! reading comes right after the response's last bytes are scanned, so the finished record
+//! waits for it here (never longer than the next thing that happens on the connection).
+
+use super::CommandRecord;
+use crate::socket::LossCounters;
+
+#[derive(Debug, Default)]
+pub struct RetransmissionWatch {
+    /// A finished record waiting for the reading after its response's end.
+    pending: Option<CommandRecord>,
+    /// The counters at the previous response's end: where the pending command's window began.
+    baseline: Option<LossCounters>,
+    latest: Option<LossCounters>,
+}
+
+impl RetransmissionWatch {
+    /// A record just finished: held until the next reading when readings come (a TCP
+    /// upstream), else handed back at once. Returns what is to be sent now: it, or the
+    /// record held before it (pipelined commands finishing in one read).
+    pub fn finished(&mut self, record: CommandRecord) -> Option<CommandRecord> {
+        if self.latest.is_none() {
+            return Some(record);
+        }
+        let earlier = self.flush();
+        self.pending = Some(record);
+        earlier
+    }
+
+    /// A reading of the counters: settles the pending record, if any.
+    pub fn counters(&mut self, counters: &LossCounters) -> Option<CommandRecord> {
+        self.latest = Some(*counters);
+        if self.baseline.is_none() {
+            self.baseline = Some(*counters);
+        }
+        self.flush()
+    }
+
+    /// Settles the pending record with the latest reading (something else happened first).
+    pub fn flush(&mut self) -> Option<CommandRecord> {
+        let mut record = self.pending.take()?;
+        if let (Some(latest), Some(baseline)) = (self.latest, self.baseline) {
+            record.retransmission_wait = latest.retransmission_moved(&baseline);
+        }
+        self.baseline = self.latest;
+        Some(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::fingerprint::FingerprintId;
+
+    fn record() -> CommandRecord {
+        CommandRecord::new(1, 3, FingerprintId(7), Arc::from("SELECT ?"), 0)
+    }
+
+    #[test]
+    fn a_command_whose_window_moved_the_counters_waited() {
+        let mut w = RetransmissionWatch::default();
+        // No readings yet (a Unix-socket upstream): records go straight through.
+        assert!(w.finished(record()).is_some_and(|r| !r.retransmission_wait));
+        let quiet = LossCounters { segments_in: 10, ..LossCounters::default() };
+        assert!(w.counters(&quiet).is_none());
+        assert!(w.finished(record()).is_none());
+        let settled = w.counters(&LossCounters { segments_in: 11, ..quiet }).expect("settled");
+        assert!(!settled.retransmission_wait, "new segments alone are no retransmission");
+        w.finished(record());
+        let lost = LossCounters { segments_in: 13, out_of_order: 1, ..quiet };
+        assert!(w.counters(&lost).expect("settled").retransmission_wait);
+        // The next command starts from there.
+        w.finished(record());
+        assert!(!w.counters(&lost).expect("settled").retransmission_wait);
+        w.finished(record());
+        let resent = LossCounters { retransmitted: 1, ..lost };
+        w.counters(&resent);
+        w.finished(record());
+        assert!(!w.flush().expect("flushed").retransmission_wait);
+    }
+}

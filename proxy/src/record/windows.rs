@@ -1,0 +1,275 @@
+//! The rolling windows behind `GET /report?window=`: what was recorded, kept in slots of
+//! `report.window_resolution` for `report.window_max`, so the last N minutes can be
+//! reported apart from the cumulative recording.
+//!
+//! Each slot is an [`Aggregates`] of the events whose time falls in it (a command's by its
+//! last response byte); a window is its slots merged. A slot holds only the statements and
+//! connections that were active in it, each bounded as the cumulative aggregates are
+//! (`record.max_fingerprints`), and there are at most `window_max / window_resolution + 1`
+//! slots: the memory bound. An idle period costs nothing: slots are made by events.
+//! Findings are not here: the findings engine keeps its own occurrences with their times
+//! (`FindingsEngine::report_since`).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{Aggregates, ConnectionStats, Consumer, Event};
+
+/// Why a window cannot be reported.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WindowError {
+    #[error("rolling windows are off (report.window_max: 0)")]
+    Off,
+    #[error("a window must be at least report.window_resolution ({resolution}), not {asked}")]
+    TooShort { asked: String, resolution: String },
+    #[error("a window can be at most report.window_max ({max}), not {asked}")]
+    TooLong { asked: String, max: String },
+}
+
+struct Slot {
+    start_us: u64,
+    aggregates: Aggregates,
+    /// The dropped-events counter when the slot began: a window's drops are the difference.
+    dropped_before: u64,
+}
+
+pub struct Windows {
+    resolution_us: u64,
+    /// 0: off.
+    max_us: u64,
+    max_fingerprints: usize,
+    /// Oldest first.
+    slots: VecDeque<Slot>,
+    /// Open connections as they logged in (nothing recorded): a slot adopts one when it
+    /// first acts there, so a slot lists only the connections active in it.
+    open: HashMap<u64, ConnectionStats>,
+    /// The start of the recording (or the last reset): no window reaches before it.
+    since_us: u64,
+    dropped: Arc<AtomicU64>,
+}
+
+/// A window merged from its slots.
+pub struct Window {
+    /// The recording of the window; its `since_us` is where the window starts.
+    pub aggregates: Aggregates,
+    /// Events dropped during the window (approximate to a slot).
+    pub events_dropped: u64,
+    pub resolution_us: u64,
+}
+
+impl Windows {
+    pub fn new(
+        resolution: std::time::Duration,
+        max: std::time::Duration,
+        max_fingerprints: usize,
+        since_us: u64,
+        dropped: Arc<AtomicU64>,
+    ) -> Windows {
+        Windows {
+            resolution_us: (resolution.as_micros() as u64).max(1),
+            max_us: max.as_micros() as u64,
+            max_fingerprints,
+            slots: VecDeque::new(),
+            open: HashMap::default(),
+            since_us,
+            dropped,
+        }
+    }
+
+    /// Forgets every slot (`POST /reset`); open connections stay known.
+    pub fn reset(&mut self, now_us: u64) {
+        self.slots.clear();
+        self.since_us = now_us;
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        if self.max_us == 0 {
+            return;
+        }
+        let at = match event {
+            Event::Connected { at_us, .. } | Event::Closed { conn_id: _, at_us } => Some(*at_us),
+            Event::Command(r) => Some(r.last_byte_us),
+            Event::Identity { .. } => None,
+        };
+        let conn_id = match event {
+            Event::Connected { conn_id, .. } | Event::Closed { conn_id, .. } | Event::Identity { conn_id, .. } => {
+                *conn_id
+            }
+            Event::Command(r) => r.conn_id,
+        };
+        if let Event::Identity { user, schema, .. } = event
+            && let Some(c) = self.open.get_mut(&conn_id)
+        {
+            c.user.clone_from(user);
+            c.schema.clone_from(schema);
+        }
+        if let Some(at) = at {
+            self.make_slot_for(at);
+        }
+        // Disjoint fields: the newest slot, and the connection directory.
+        let Some(slot) = self.slots.back_mut().map(|s| &mut s.aggregates) else { return };
+        if let Some(template) = self.open.get(&conn_id) {
+            slot.adopt_connection(template);
+        }
+        slot.apply(event);
+        match event {
+            Event::Connected { .. } => {
+                if let Some(c) = slot.connection(conn_id) {
+                    self.open.insert(conn_id, c.clone());
+                }
+            }
+            Event::Closed { .. } => {
+                self.open.remove(&conn_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// Makes the slot for an event at `at_us` the newest, unless it already is or the
+    /// event is late (events of different connections arrive a little out of order; a
+    /// late one goes to the newest slot).
+    fn make_slot_for(&mut self, at_us: u64) {
+        let start = at_us - at_us % self.resolution_us;
+        if self.slots.back().is_some_and(|s| s.start_us >= start) {
+            return;
+        }
+        // Slots that no window can reach any more go first.
+        let oldest = start.saturating_sub(self.max_us);
+        while self.slots.front().is_some_and(|s| s.start_us + self.resolution_us <= oldest) {
+            self.slots.pop_front();
+        }
+        // Prometheus reads the cumulative aggregates' metrics; a slot needs none.
+        let aggregates = Aggregates::unmetered(self.max_fingerprints, start);
+        let dropped_before = self.dropped.load(Ordering::Relaxed);
+        self.slots.push_back(Slot { start_us: start, aggregates, dropped_before });
+    }
+
+    /// The last `window_us` up to `now_us`, in whole slots: it starts at the beginning of
+    /// the slot `now - window` falls in (or at the start of the recording, if later).
+    pub fn window(&self, now_us: u64, window_us: u64) -> Result<Window, WindowError> {
+        let show = |us: u64| rttscope_config::HumanDuration::from(std::time::Duration::from_micros(us)).to_string();
+        if self.max_us == 0 {
+            return Err(WindowError::Off);
+        }
+        if window_us < self.resolution_us {
+            return Err(WindowError::TooShort { asked: show(window_us), resolution: show(self.resolution_us) });
+        }
+        if window_us > self.max_us {
+            return Err(WindowError::TooLong { asked: show(window_us), max: show(self.max_us) });
+        }
+        let from = now_us.saturating_sub(window_us);
+        let start = (from - from % self.resolution_us).max(self.since_us);
+        let mut aggregates = Aggregates::unmetered(self.max_fingerprints, start);
+        let mut dropped_before = None;
+        for slot in self.slots.iter().filter(|s| s.start_us + self.resolution_us > start) {
+            dropped_before.get_or_insert(slot.dropped_before);
+            aggregates.merge(&slot.aggregates);
+        }
+        let dropped_now = self.dropped.load(Ordering::Relaxed);
+        let events_dropped = dropped_now.saturating_sub(dropped_before.unwrap_or(dropped_now));
+        Ok(Window { aggregates, events_dropped, resolution_us: self.resolution_us })
+    }
+
+    /// Slots held now (for tests of the bound).
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// Feeds the windows from the collector, a batch per lock.
+pub struct WindowsConsumer(pub Arc<Mutex<Windows>>);
+
+impl Consumer for WindowsConsumer {
+    fn events(&mut self, batch: &[Event]) {
+        let Ok(mut windows) = self.0.lock() else { return };
+        for event in batch {
+            windows.apply(event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::fingerprint::{FingerprintId, StatementKind};
+    use crate::protocol::constants::command::COM_QUERY;
+    use crate::record::CommandRecord;
+
+    const S: u64 = 1_000_000;
+
+    fn query(fingerprint: u64, at_us: u64) -> Event {
+        let mut r = CommandRecord::new(
+            1,
+            COM_QUERY,
+            FingerprintId(fingerprint),
+            Arc::from("select ?"),
+            at_us.saturating_sub(100),
+        );
+        r.kind = StatementKind::Select;
+        r.last_byte_us = at_us;
+        r.round_trips = 1;
+        Event::Command(r)
+    }
+
+    fn windows(max_secs: u64) -> Windows {
+        Windows::new(Duration::from_secs(1), Duration::from_secs(max_secs), 10, 0, Arc::default())
+    }
+
+    fn count(w: &Windows, now_us: u64, window_us: u64, fingerprint: u64) -> u64 {
+        let window = w.window(now_us, window_us).unwrap();
+        window.aggregates.query(FingerprintId(fingerprint)).map_or(0, |q| q.count)
+    }
+
+    #[test]
+    fn a_window_counts_only_its_own_slots() {
+        let mut w = windows(60);
+        for at in [10 * S, 10 * S + 5, 11 * S] {
+            w.apply(&query(1, at));
+        }
+        w.apply(&query(2, 20 * S + 500));
+        assert_eq!(count(&w, 21 * S, 5 * S, 1), 0, "statement 1 ran 10 s before");
+        assert_eq!(count(&w, 21 * S, 5 * S, 2), 1);
+        assert_eq!(count(&w, 21 * S, 11 * S, 1), 3, "a longer window reaches back to it");
+        // The window starts at its first slot's beginning.
+        assert_eq!(w.window(21 * S + 300, 5 * S).unwrap().aggregates.since_us, 16 * S);
+    }
+
+    #[test]
+    fn slots_are_bounded_by_window_max() {
+        let mut w = windows(5);
+        for second in 0..100 {
+            w.apply(&query(1, second * S));
+            assert!(w.slots() <= 6, "{} slots at {second}", w.slots());
+        }
+        assert_eq!(count(&w, 99 * S, 5 * S, 1), 6, "slots 94..=99");
+    }
+
+    #[test]
+    fn reset_forgets_the_slots_and_no_window_reaches_before_it() {
+        let mut w = windows(60);
+        w.apply(&query(1, 10 * S));
+        w.reset(10 * S + 500_000);
+        assert_eq!(w.slots(), 0);
+        w.apply(&query(2, 11 * S));
+        let window = w.window(12 * S, 30 * S).unwrap();
+        assert_eq!(window.aggregates.since_us, 10 * S + 500_000, "the window starts at the reset");
+        assert_eq!((count(&w, 12 * S, 30 * S, 1), count(&w, 12 * S, 30 * S, 2)), (0, 1));
+    }
+
+    #[test]
+    fn bad_windows_say_why() {
+        let w = windows(60);
+        assert_eq!(
+            w.window(0, 500_000).err().map(|e| e.to_string()).as_deref(),
+            Some("a window must be at least report.window_resolution (1s), not 500ms")
+        );
+        assert!(matches!(w.window(0, 61 * S), Err(WindowError::TooLong { .. })));
+        let off = Windows::new(Duration::from_secs(1), Duration::ZERO, 10, 0, Arc::default());
+        assert_eq!(off.window(0, S).err(), Some(WindowError::Off));
+    }
+}

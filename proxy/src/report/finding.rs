@@ -1,0 +1,327 @@
+//! `findings[]` in the schema: a finding as the report shows it, built from the findings
+//! engine's [`Assessed`] values, with a typed evidence object per kind.
+
+use serde::{Deserialize, Serialize};
+
+use crate::findings::whatif::{EmulationCheck, Projection};
+use crate::findings::{Assessed, Detail, Kind, PatternScope, Severity};
+use crate::findings::{churn, compression};
+
+/// A query-pattern finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FindingReport {
+    pub kind: Kind,
+    pub severity: Severity,
+    /// The statement the finding is about (for N+1, the repeated child).
+    pub fingerprint_id: String,
+    pub evidence: Evidence,
+    /// Round trips the pattern cost.
+    pub round_trips: u64,
+    /// Time of the pattern's own commands in this recording, µs: never more than the wall
+    /// time its occurrences covered (`evidence.elapsed_us`).
+    pub cost_us: u64,
+    pub suggestion: String,
+    /// The client library the suggestion speaks the words of, when the connection attributes
+    /// named one rttscope knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    pub what_if: Vec<WhatIf>,
+    /// Over an emulated link: the projection onto that link beside what it took there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emulation: Option<EmulationReport>,
+}
+
+/// The facts behind a finding: those every kind has, then the kind's own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// One sentence saying what happened.
+    pub summary: String,
+    /// The normalised statement.
+    pub statement: String,
+    /// Who ran it: `user@client-host` (empty when unknown).
+    pub application: String,
+    /// How many separate times the pattern happened.
+    pub occurrences: u64,
+    /// Repetitions, fetches, pages or round trips, over all occurrences.
+    pub executions: u64,
+    /// The fewest and the most executions of one occurrence.
+    pub smallest_occurrence: u64,
+    pub largest_occurrence: u64,
+    /// Wall time the occurrences covered, first request to last response of each, µs.
+    pub elapsed_us: u64,
+    /// Of `cost_us`, what an emulated link added, µs.
+    pub injected_us: u64,
+    /// The time it took (`elapsed_us`; a chatty session's `cost_us`) without the emulated
+    /// link and the real path's round trips: where projections start, µs.
+    pub base_us: u64,
+    pub rows: u64,
+    pub bytes: u64,
+    /// Of the time of the connections involved, the share the pattern took (0–1).
+    pub share_of_connection_time: f64,
+    /// Connection ids where it happened (at most 16).
+    pub connections: Vec<u64>,
+    /// What the pattern would cost at `reference_rtt_us`, µs: what ranks findings.
+    pub projected_at_reference_us: u64,
+    pub reference_rtt_us: u64,
+    /// The upstream's base RTT where it happened, µs (0: unknown).
+    pub observed_rtt_us: u32,
+    /// The W3C trace id, when the pattern was followed by its `traceparent` comments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// Where in the application, from the statements' sqlcommenter tags (`controller`,
+    /// `action`, `route`, `framework`, `application`): only the tags they carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(flatten)]
+    pub detail: EvidenceDetail,
+}
+
+/// The facts particular to a kind. Untagged: each variant has required keys no other has,
+/// which is how a report read back from JSON finds its variant again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EvidenceDetail {
+    /// `n_plus_one`, `repeated_write`.
+    Loop(LoopEvidence),
+    /// `undersized_fetch`.
+    Fetch(FetchEvidence),
+    /// `pagination_loop`.
+    Pages(PagesEvidence),
+    /// `chatty_session`.
+    Chatty(ChattyEvidence),
+    /// `connection_churn`.
+    Churn(ChurnEvidence),
+    /// `compression`.
+    Compression(CompressionEvidence),
+}
+
+impl EvidenceDetail {
+    /// Whether this is the evidence a finding of `kind` carries.
+    pub fn fits(&self, kind: Kind) -> bool {
+        matches!(
+            (self, kind),
+            (EvidenceDetail::Loop(_), Kind::NPlusOne | Kind::RepeatedWrite)
+                | (EvidenceDetail::Fetch(_), Kind::UndersizedFetch)
+                | (EvidenceDetail::Pages(_), Kind::PaginationLoop)
+                | (EvidenceDetail::Chatty(_), Kind::ChattySession)
+                | (EvidenceDetail::Churn(_), Kind::ConnectionChurn)
+                | (EvidenceDetail::Compression(_), Kind::Compression)
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoopEvidence {
+    /// Executions whose values differed from the one before.
+    pub distinct_values: u64,
+    /// The query whose result rows the loop's values came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_fingerprint_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_statement: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FetchEvidence {
+    /// Rows each `COM_STMT_FETCH` asked for.
+    pub fetch_size: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PagesEvidence {
+    pub page_size: u64,
+    pub pages: u64,
+    /// Rows the server read and skipped for the OFFSETs.
+    pub offset_rows_rescanned: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChattyEvidence {
+    /// The sliding window the round trips were dense in (`findings.chatty.window`).
+    pub window_us: u64,
+    /// The statements with the most of them, most first.
+    pub top_statements: Vec<StatementRoundTrips>,
+}
+
+/// A statement's results, sampled and compressed, and what compressing the long hop would
+/// save. The finding's `bytes` are its wire bytes, both ways.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompressionEvidence {
+    pub samples: u64,
+    pub sampled_bytes: u64,
+    /// `sampled_bytes` compressed with zlib at its default level.
+    pub compressed_bytes: u64,
+    /// `sampled_bytes / compressed_bytes`.
+    pub compression_ratio: f64,
+    /// At each projection with a bandwidth, and over the emulated link when it has one.
+    pub savings: Vec<CompressionSaving>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompressionSaving {
+    pub scenario: String,
+    pub bandwidth_bps: u64,
+    /// Transfer time the bytes compression removes would take at that bandwidth.
+    pub saved_us: u64,
+}
+
+/// An application's connection setups beside all its time. The finding's `round_trips` and
+/// `cost_us` are its setups'; `executions` is the connections opened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChurnEvidence {
+    pub connections_opened: u64,
+    /// Over the span from the first setup's start to the last one's end.
+    pub connections_per_second: f64,
+    /// One setup's time and round trips, on average.
+    pub setup_avg_us: u64,
+    pub setup_round_trips_avg: f64,
+    /// Every setup's time, summed.
+    pub setup_us: u64,
+    /// The application's time in commands, setups included, summed as the totals sum it.
+    pub recorded_us: u64,
+    /// `setup_us` of `recorded_us` (0–1).
+    pub setup_share: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StatementRoundTrips {
+    pub statement: String,
+    pub round_trips: u64,
+}
+
+/// What a finding would cost over one scenario's link.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhatIf {
+    pub scenario: String,
+    pub rtt_us: u64,
+    pub bandwidth_bps: Option<u64>,
+    /// What it took here, µs.
+    pub observed_us: u64,
+    /// What it took without the link here, µs: what the projection starts from.
+    pub base_us: u64,
+    /// What it would cost there, µs.
+    pub projected_us: u64,
+    pub summary: String,
+}
+
+/// A pattern recorded over an emulated link, projected onto that link: the model checked
+/// against what happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EmulationReport {
+    /// The emulated link's RTT and bandwidth (towards the client).
+    pub rtt_us: u64,
+    pub bandwidth_bps: Option<u64>,
+    pub projected_us: u64,
+    pub took_us: u64,
+    pub summary: String,
+}
+
+impl From<&EmulationCheck> for EmulationReport {
+    fn from(c: &EmulationCheck) -> EmulationReport {
+        EmulationReport {
+            rtt_us: c.rtt_us,
+            bandwidth_bps: c.bandwidth_bps,
+            projected_us: c.projected_us,
+            took_us: c.took_us,
+            summary: c.summary.clone(),
+        }
+    }
+}
+
+impl From<&Projection> for WhatIf {
+    fn from(p: &Projection) -> WhatIf {
+        WhatIf {
+            scenario: p.scenario.clone(),
+            rtt_us: p.rtt_us,
+            bandwidth_bps: p.bandwidth_bps,
+            observed_us: p.observed_us,
+            base_us: p.base_us,
+            projected_us: p.projected_us,
+            summary: p.summary.clone(),
+        }
+    }
+}
+
+impl From<&Assessed> for FindingReport {
+    fn from(a: &Assessed) -> FindingReport {
+        let f = &a.finding;
+        let detail = match &f.detail {
+            Detail::Loop { distinct } => EvidenceDetail::Loop(LoopEvidence {
+                distinct_values: *distinct,
+                parent_fingerprint_id: f.parent.as_ref().map(|(id, _)| id.to_string()),
+                parent_statement: f.parent.as_ref().map(|(_, text)| text.to_string()),
+            }),
+            Detail::Fetch { fetch_size } => EvidenceDetail::Fetch(FetchEvidence { fetch_size: *fetch_size }),
+            Detail::Pages { page_size, rescanned } => EvidenceDetail::Pages(PagesEvidence {
+                page_size: *page_size,
+                pages: f.executions,
+                offset_rows_rescanned: *rescanned,
+            }),
+            Detail::Chatty { top, window_us } => EvidenceDetail::Chatty(ChattyEvidence {
+                window_us: *window_us,
+                top_statements: top
+                    .iter()
+                    .map(|(text, n)| StatementRoundTrips { statement: text.to_string(), round_trips: *n })
+                    .collect(),
+            }),
+            Detail::Churn { setup_us, recorded_us } => {
+                let n = f.executions.max(1);
+                EvidenceDetail::Churn(ChurnEvidence {
+                    connections_opened: f.executions,
+                    connections_per_second: churn::per_second(f.executions, f.elapsed_us),
+                    setup_avg_us: setup_us / n,
+                    setup_round_trips_avg: f.round_trips as f64 / n as f64,
+                    setup_us: *setup_us,
+                    recorded_us: *recorded_us,
+                    setup_share: churn::share(*setup_us, *recorded_us),
+                })
+            }
+            Detail::Compression(c) => EvidenceDetail::Compression(CompressionEvidence {
+                samples: c.samples,
+                sampled_bytes: c.sampled_bytes,
+                compressed_bytes: c.compressed_bytes,
+                compression_ratio: c.ratio(),
+                savings: compression::savings(f, &a.what_if)
+                    .into_iter()
+                    .map(|(scenario, bandwidth_bps, saved_us)| CompressionSaving { scenario, bandwidth_bps, saved_us })
+                    .collect(),
+            }),
+        };
+        FindingReport {
+            kind: f.kind,
+            severity: a.severity,
+            fingerprint_id: f.fingerprint.to_string(),
+            evidence: Evidence {
+                summary: a.headline.clone(),
+                statement: f.text.to_string(),
+                application: f.application.to_string(),
+                occurrences: f.occurrences,
+                executions: f.executions,
+                smallest_occurrence: f.smallest,
+                largest_occurrence: f.largest,
+                elapsed_us: f.elapsed_us,
+                injected_us: f.injected_us,
+                base_us: a.base_us,
+                rows: f.rows,
+                bytes: f.bytes,
+                share_of_connection_time: a.share_of_connection_time,
+                connections: f.per_conn.iter().map(|(c, _)| *c).collect(),
+                projected_at_reference_us: a.at_reference_us,
+                reference_rtt_us: a.reference_rtt_us,
+                observed_rtt_us: f.rtt_us,
+                trace_id: match f.scope {
+                    PatternScope::Trace(t) => Some(format!("{t:032x}")),
+                    PatternScope::Connection(_) => None,
+                },
+                origin: f.origin.as_ref().map(|o| o.pairs().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()),
+                detail,
+            },
+            round_trips: f.round_trips,
+            cost_us: f.cost_us,
+            suggestion: a.fix.clone(),
+            driver: f.driver.map(|d| d.name().to_owned()),
+            what_if: a.what_if.iter().map(WhatIf::from).collect(),
+            emulation: a.emulation.as_ref().map(EmulationReport::from),
+        }
+    }
+}
