@@ -3,7 +3,7 @@
 #[allow(dead_code)]
 use rttscope_integration_tests::mariadb;
 
-use mariadb::{ADMIN, Account, DB, ED25519, NATIVE, OTHER, TestDb};
+use mariadb::{ADMIN, Account, DB, ED25519, NATIVE, OTHER, TestDb, ed25519_login};
 use mysql_async::prelude::Queryable;
 
 /// Every fixture account this server has (an existing server may lack the ed25519 plugin).
@@ -21,7 +21,7 @@ fn accounts(db: &TestDb) -> Vec<Account> {
 async fn every_fixture_user_logs_in() {
     let db = TestDb::shared();
     for account in accounts(db) {
-        let mut conn = mysql_async::Conn::new(db.opts(account.user, account.password))
+        let mut conn = ed25519_login(|| mysql_async::Conn::new(db.opts(account.user, account.password)))
             .await
             .unwrap_or_else(|e| panic!("{} cannot log in: {e}", account.user));
         let (current_user, max_allowed_packet, local_infile): (String, u64, i64) =

@@ -17,7 +17,9 @@ use rttscope_integration_tests::clients::{self, assert_same, conn_args};
 use rttscope_integration_tests::legs::{
     CliView, admin_get, assert_in_step, connections, logins, run_cli, run_cli_ok, status_value,
 };
-use rttscope_integration_tests::mariadb::{Account, DB, TLS_ED25519, TLS_NATIVE, TLS_PLAIN, TLS_X509, TestDb, TlsDb};
+use rttscope_integration_tests::mariadb::{
+    Account, DB, TLS_ED25519, TLS_NATIVE, TLS_PLAIN, TLS_X509, TestDb, TlsDb, ed25519_login,
+};
 use rttscope_integration_tests::proxy::TestProxy;
 
 /// A client call that takes longer failed.
@@ -215,17 +217,26 @@ async fn ed25519_and_change_user_over_tls_on_both_legs() {
     let proxy = proxy(|_| {});
     let ca = admin_get(proxy.admin(), "/tls/ca.pem").unwrap();
     let tls = trusting(ca.as_bytes());
-    let mut conn = connect(opts(proxy.addr(), TLS_ED25519, Some(tls.clone()))).await.unwrap();
+    let mut conn = ed25519_login(|| connect(opts(proxy.addr(), TLS_ED25519, Some(tls.clone())))).await.unwrap();
     assert_eq!(query_first(&mut conn, "SELECT CURRENT_USER()").await, "tls_ed25519@%");
 
-    let mut conn = connect(opts(proxy.addr(), TLS_NATIVE, Some(tls))).await.unwrap();
-    for account in [TLS_ED25519, TLS_NATIVE] {
-        let change =
-            ChangeUserOpts::default().with_user(Some(account.user.into())).with_pass(Some(account.password.into()));
-        tokio::time::timeout(NO_HANG, conn.change_user(change)).await.expect("hung").unwrap();
-        assert_eq!(query_first(&mut conn, "SELECT CURRENT_USER()").await, format!("{}@%", account.user));
-        assert_tls_version(&server_tls(&mut conn).await.0);
-    }
+    // A refused change leaves no session; each retry starts from a new connection.
+    let mut conn = ed25519_login(|| async {
+        let mut conn = connect(opts(proxy.addr(), TLS_NATIVE, Some(tls.clone()))).await?;
+        let change = ChangeUserOpts::default()
+            .with_user(Some(TLS_ED25519.user.into()))
+            .with_pass(Some(TLS_ED25519.password.into()));
+        tokio::time::timeout(NO_HANG, conn.change_user(change)).await.expect("hung").map(|()| conn)
+    })
+    .await
+    .unwrap();
+    assert_eq!(query_first(&mut conn, "SELECT CURRENT_USER()").await, format!("{}@%", TLS_ED25519.user));
+    assert_tls_version(&server_tls(&mut conn).await.0);
+    let back =
+        ChangeUserOpts::default().with_user(Some(TLS_NATIVE.user.into())).with_pass(Some(TLS_NATIVE.password.into()));
+    tokio::time::timeout(NO_HANG, conn.change_user(back)).await.expect("hung").unwrap();
+    assert_eq!(query_first(&mut conn, "SELECT CURRENT_USER()").await, format!("{}@%", TLS_NATIVE.user));
+    assert_tls_version(&server_tls(&mut conn).await.0);
     let changes: Option<String> = conn.query_first("SELECT 'still usable'").await.unwrap();
     assert_eq!(changes.as_deref(), Some("still usable"));
     conn.disconnect().await.unwrap();

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use mysql_async::prelude::*;
 use mysql_async::{ChangeUserOpts, Column, Conn, Row, Value, WhiteListFsHandler};
-use rttscope_integration_tests::mariadb::{ED25519, NATIVE, OTHER, TestDb};
+use rttscope_integration_tests::mariadb::{ED25519, NATIVE, OTHER, TestDb, ed25519_login};
 use rttscope_integration_tests::proxy::TestProxy;
 use rttscope_integration_tests::skip;
 
@@ -241,12 +241,16 @@ async fn change_user_and_reset_connection() {
 
     if db.has_ed25519() {
         // The server answers with an auth switch to client_ed25519: a second round trip.
-        conn.change_user(
-            ChangeUserOpts::default().with_user(Some(ED25519.user.into())).with_pass(Some(ED25519.password.into())),
-        )
+        // A refused change leaves no session; each retry starts from a new connection.
+        let mut changed = ed25519_login(|| async {
+            let mut conn = Conn::new(db.opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await?;
+            let to_ed25519 =
+                ChangeUserOpts::default().with_user(Some(ED25519.user.into())).with_pass(Some(ED25519.password.into()));
+            conn.change_user(to_ed25519).await.map(|()| conn)
+        })
         .await
         .unwrap();
-        let who: String = conn.query_first("SELECT CURRENT_USER()").await.unwrap().unwrap();
+        let who: String = changed.query_first("SELECT CURRENT_USER()").await.unwrap().unwrap();
         assert_eq!(current(&who), ED25519.user);
     }
 
@@ -266,7 +270,8 @@ async fn authentication_outcomes_match_the_server() {
         let unknown = Conn::new(db.opts_via(addr, "nobody_here", "x")).await.unwrap_err();
         let mut ok = Vec::new();
         for account in [NATIVE, OTHER].into_iter().chain(db.has_ed25519().then_some(ED25519)) {
-            let mut conn = Conn::new(db.opts_via(addr, account.user, account.password)).await.unwrap();
+            let mut conn =
+                ed25519_login(|| Conn::new(db.opts_via(addr, account.user, account.password))).await.unwrap();
             let who: String = conn.query_first("SELECT CURRENT_USER()").await.unwrap().unwrap();
             ok.push(who);
         }

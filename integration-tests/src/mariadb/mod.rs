@@ -349,3 +349,31 @@ fn fixture_accounts(mariadb: bool, ed25519: bool) -> Vec<(Account, String)> {
     }
     accounts
 }
+
+/// How many times [`ed25519_login`] tries before a 1045 counts as a real refusal.
+const ED25519_TRIES: usize = 4;
+
+/// Runs `login` — anything that authenticates an ed25519 account through mysql_async — again
+/// when the server refuses it with 1045, at most [`ED25519_TRIES`] times.
+///
+/// mysql_async 0.37 reads auth-switch data through `AuthSwitchRequest::plugin_data`, which drops
+/// one trailing NUL byte (mysql_native_password's scramble ends in one). client_ed25519's data is
+/// a random 32-byte nonce, so one login in 256 signs the first 31 bytes only and the server
+/// answers 1045 — directly exactly as through rttscope. A bug in the relay would fail every try;
+/// four unlucky nonces in a row happen once in 2^32.
+pub async fn ed25519_login<T, F, Fut>(mut login: F) -> std::result::Result<T, mysql_async::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::result::Result<T, mysql_async::Error>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match login().await {
+            Err(mysql_async::Error::Server(e)) if e.code == 1045 && tries < ED25519_TRIES => {
+                eprintln!("ed25519 login refused ({}), retrying: mysql_async drops a nonce's trailing NUL", e.message);
+            }
+            other => return other,
+        }
+    }
+}
