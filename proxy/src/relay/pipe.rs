@@ -42,6 +42,9 @@ pub(super) struct HalfPipe {
     peer_slow: bool,
     /// Written bytes the destination leg may hold until flushed.
     unflushed: bool,
+    /// Bytes were left waiting after the last write: the write that takes them is timed.
+    left_waiting: bool,
+    last_late_write: Option<Instant>,
     /// Where bytes beyond `base` are accounted for, across connections.
     budget: Arc<BufferBudget>,
 }
@@ -115,6 +118,8 @@ impl HalfPipe {
             armed: None,
             peer_slow: false,
             unflushed: false,
+            left_waiting: false,
+            last_late_write: None,
             budget,
         }
     }
@@ -130,9 +135,10 @@ impl HalfPipe {
         }
     }
 
-    /// Bytes read and written so far: when it moves, the connection is not idle.
-    pub fn moved(&self) -> u64 {
-        self.read + self.written
+    /// When bytes that had to wait (for a slow peer, or on an emulated link) last went out.
+    /// Bytes written as soon as they are read are the read's activity; these are later.
+    pub fn last_late_write(&self) -> Option<Instant> {
+        self.last_late_write
     }
 
     pub fn is_empty(&self) -> bool {
@@ -289,6 +295,10 @@ impl HalfPipe {
                         return Err(RelayError::io(to_peer, io::ErrorKind::WriteZero.into()));
                     }
                     moved = true;
+                    if self.left_waiting {
+                        // Off the fast path: only bytes that waited cost a clock read.
+                        self.last_late_write = Some(Instant::now());
+                    }
                     self.start += n;
                     self.written += n as u64;
                     self.unflushed = to.may_hold_writes();
@@ -303,6 +313,7 @@ impl HalfPipe {
                 Poll::Pending => self.peer_slow = true,
             }
         }
+        self.left_waiting = self.start != self.end;
         if self.unflushed {
             match Pin::new(to).poll_flush(cx) {
                 Poll::Ready(flushed) => {

@@ -100,8 +100,8 @@ pub(super) async fn pump(
     let mut seeded = (to_upstream.seed(client_pending), to_client.seed(upstream_pending));
     let mut draining = false;
     // One timer for both timeouts, re-armed lazily: activity only moves
-    // `last_activity` (reads) and the pipes' counters (writes); the timer is reset
-    // when it fires, never on the forwarding path.
+    // `last_activity` (reads) and, for bytes that had to wait, the pipes' late-write
+    // times; the timer is reset when it fires, never on the forwarding path.
     let mut timeouts = Timeouts::new(settings);
     let mut last_activity = Instant::now();
     let timer = tokio::time::sleep_until(timeouts.first(last_activity));
@@ -271,8 +271,8 @@ pub(super) async fn pump(
             }
 
             if timer.as_mut().poll(cx).is_ready() {
-                let moved = to_upstream.moved() + to_client.moved();
-                match timeouts.check(Instant::now(), &mut last_activity, moved, tap.0.busy_since_us()) {
+                let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
+                match timeouts.check(Instant::now(), &mut last_activity, late_write, tap.0.busy_since_us()) {
                     Ok(next) => timer.as_mut().reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
@@ -338,8 +338,6 @@ fn answer_locally(
 struct Timeouts {
     idle: Option<Duration>,
     query: Option<Duration>,
-    /// The pipes' byte counters at the last check.
-    moved: u64,
 }
 
 /// A timer that never fires in practice.
@@ -347,7 +345,7 @@ const NEVER: Duration = Duration::from_secs(86400 * 365);
 
 impl Timeouts {
     fn new(settings: &PumpSettings) -> Timeouts {
-        Timeouts { idle: settings.idle_timeout, query: settings.query_timeout, moved: 0 }
+        Timeouts { idle: settings.idle_timeout, query: settings.query_timeout }
     }
 
     /// When to look first.
@@ -355,18 +353,20 @@ impl Timeouts {
         now + self.idle.unwrap_or(NEVER).min(self.query.unwrap_or(NEVER))
     }
 
-    /// At `now`, with `moved` bytes moved so far and a command in flight since
-    /// `busy_since_us` (if any): how the connection ends, or when to look again.
+    /// At `now`, with the last read at `last_activity`, the last write of bytes that had
+    /// waited at `late_write` and a command in flight since `busy_since_us` (if any): how
+    /// the connection ends, or when to look again. Activity is timed when it happens, not
+    /// when the timer next looks, so an idle connection closes one timeout after its last
+    /// byte, not up to two.
     fn check(
         &mut self,
         now: Instant,
         last_activity: &mut Instant,
-        moved: u64,
+        late_write: Option<Instant>,
         busy_since_us: Option<u64>,
     ) -> Result<Instant, Ended> {
-        if moved != self.moved {
-            self.moved = moved;
-            *last_activity = (*last_activity).max(now);
+        if let Some(written) = late_write {
+            *last_activity = (*last_activity).max(written);
         }
         let mut next = now + NEVER;
         if let Some(since) = busy_since_us {
@@ -422,3 +422,6 @@ fn bytes_waiting(client: &Leg) -> bool {
     };
     matches!(peeked, Ok(n) if n > 0)
 }
+
+#[cfg(test)]
+mod tests;
