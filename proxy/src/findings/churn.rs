@@ -46,6 +46,7 @@ impl App {
     }
 }
 
+/// The `connection_churn` detector: per application, its connection setups' time against all its recorded time.
 pub struct ConnectionChurn {
     min_connections: u64,
     min_share: f64,
@@ -54,6 +55,7 @@ pub struct ConnectionChurn {
 }
 
 impl ConnectionChurn {
+    /// Thresholds from `findings.connection_churn` (at least one connection).
     pub fn new(c: &ConnectionChurnConfig) -> ConnectionChurn {
         ConnectionChurn {
             min_connections: u64::from(c.min_connections.max(1)),

@@ -34,6 +34,7 @@ struct Statement {
     compressed_hop: bool,
 }
 
+/// The `compression` detector: per statement, how much of its time was transfer that the compressed protocol would shrink.
 pub struct Compression {
     min_ratio: f64,
     min_share: f64,
@@ -44,6 +45,7 @@ pub struct Compression {
 }
 
 impl Compression {
+    /// Thresholds from `findings.compression`; the scenarios' bandwidths size what compression would save.
     pub fn new(c: &FindingsConfig) -> Compression {
         Compression {
             min_ratio: c.compression.min_ratio,

@@ -22,6 +22,7 @@ pub enum Driver {
     MariadbConnectorJ,
     /// PHP's mysqlnd: mysqli and PDO_MySQL.
     Mysqlnd,
+    /// PyMySQL, the pure-Python client.
     PyMysql,
     /// Oracle's MySQL Connector/Python.
     MysqlConnectorPython,

@@ -30,6 +30,7 @@ const MAX_RECENT: usize = 10_000;
 /// How far back rolling windows reach unless `report.window_max` says otherwise.
 const DEFAULT_KEEP_RECENT_US: u64 = 3_600_000_000;
 
+/// Runs every detector over the collector's events, keeps the findings merged by kind, statement, application, origin and driver and assesses them for reports.
 pub struct FindingsEngine {
     config: FindingsConfig,
     reference_rtt_us: u64,
@@ -53,6 +54,7 @@ pub struct FindingsEngine {
 }
 
 impl FindingsEngine {
+    /// Every detector, with `config`'s thresholds and reference RTT.
     pub fn new(config: FindingsConfig) -> FindingsEngine {
         let reference_rtt_us = config.reference_rtt.0.as_micros() as u64;
         let detectors: Vec<Box<dyn Detector>> = vec![
@@ -86,6 +88,7 @@ impl FindingsEngine {
         self.emulated = emulated;
     }
 
+    /// Follows one event: commands feed the detectors, logins name the application and driver, closes end the connection's runs.
     pub fn observe(&mut self, event: &Event) {
         let mut ended = Vec::new();
         let now_us = match event {
@@ -307,6 +310,7 @@ impl FindingsEngine {
         }
     }
 
+    /// Forgets findings, occurrences and runs in progress (`POST /reset`); the metrics counts keep counting.
     pub fn reset(&mut self) {
         for d in &mut self.detectors {
             d.clear();

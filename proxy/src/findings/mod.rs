@@ -59,16 +59,24 @@ use whatif::{EmulationCheck, Measured, Projection};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
+    /// One `SELECT` run back to back with different values, usually once per row of a parent query: N+1 round trips where one would do.
     NPlusOne,
+    /// One row written per statement, back to back: a multi-row or batched write would take one round trip.
     RepeatedWrite,
+    /// A server-side cursor fetching few rows per `COM_STMT_FETCH`: one round trip per small batch.
     UndersizedFetch,
+    /// `LIMIT`/`OFFSET` pages read one after another: a round trip per page, and the server rescans every skipped row.
     PaginationLoop,
+    /// Housekeeping round trips (pings, `SET`, `SHOW`, `SELECT 1`) dense enough to cost real time.
     ChattySession,
+    /// Connection setup (TCP, greeting, TLS, login) a large share of an application's time: a pool would pay it once.
     ConnectionChurn,
+    /// A bandwidth-bound statement whose results compress well: the compressed protocol would save transfer time.
     Compression,
 }
 
 impl Kind {
+    /// Every kind, in the order metrics and reports list them.
     pub const ALL: [Kind; 7] = [
         Kind::NPlusOne,
         Kind::RepeatedWrite,
@@ -79,6 +87,7 @@ impl Kind {
         Kind::Compression,
     ];
 
+    /// The snake_case name of the report's `kind` and the metrics' `kind` label.
     pub fn name(self) -> &'static str {
         match self {
             Kind::NPlusOne => "n_plus_one",
@@ -106,12 +115,15 @@ pub enum Severity {
     Critical,
     /// One second or more.
     Warning,
+    /// Less than a second.
     Info,
 }
 
 impl Severity {
+    /// Most severe first.
     pub const ALL: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
 
+    /// The snake_case name reports use.
     pub fn name(self) -> &'static str {
         match self {
             Severity::Critical => "critical",
@@ -139,7 +151,9 @@ impl std::fmt::Display for Severity {
 /// `traceparent` comment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PatternScope {
+    /// Within one client connection (its relay id).
     Connection(u64),
+    /// Within one traced request (the W3C trace id), across the connections of a pool.
     Trace(u128),
 }
 
@@ -147,6 +161,7 @@ pub enum PatternScope {
 /// checked against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Emulated {
+    /// The emulated round trip, µs: both directions' one-way delays added.
     pub rtt_us: u64,
     /// Towards the client, where results flow; `None`: unlimited.
     pub bandwidth_bps: Option<u64>,
@@ -167,17 +182,39 @@ impl Emulated {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Detail {
     /// `n_plus_one`, `repeated_write`: executions whose values differed from the one before.
-    Loop { distinct: u64 },
+    Loop {
+        /// Executions whose hashed values differed from the previous execution's, summed over
+        /// occurrences.
+        distinct: u64,
+    },
     /// `undersized_fetch`: rows each fetch asked for.
-    Fetch { fetch_size: u32 },
+    Fetch {
+        /// Rows per `COM_STMT_FETCH` the client asked for (the latest fetch's): its fetch size.
+        fetch_size: u32,
+    },
     /// `pagination_loop`: the LIMIT, and the rows the OFFSETs made the server skip.
-    Pages { page_size: u64, rescanned: u64 },
+    Pages {
+        /// The `LIMIT`: rows per page.
+        page_size: u64,
+        /// Rows the server read and threw away to reach each page's `OFFSET`, summed.
+        rescanned: u64,
+    },
     /// `chatty_session`: the statements with the most round trips, and the window the round
     /// trips were dense in.
-    Chatty { top: Vec<(Arc<str>, u64)>, window_us: u64 },
+    Chatty {
+        /// `(normalised SQL, executions)`, most frequent first, at most five.
+        top: Vec<(Arc<str>, u64)>,
+        /// Length of the window the round trips were dense in, µs.
+        window_us: u64,
+    },
     /// `connection_churn`: the application's time in connection setup, and in all its
     /// commands (setups included), each command's latency summed.
-    Churn { setup_us: u64, recorded_us: u64 },
+    Churn {
+        /// Connection setups' time (TCP, greeting, TLS, login), µs.
+        setup_us: u64,
+        /// All the application's commands' time, setups included, µs.
+        recorded_us: u64,
+    },
     /// `compression`: its results' samples, compressed (zlib).
     Compression(crate::record::Compressibility),
 }
@@ -185,9 +222,13 @@ pub enum Detail {
 /// One pattern, summed over its occurrences.
 #[derive(Clone, Debug)]
 pub struct Finding {
+    /// Which pattern this is.
     pub kind: Kind,
+    /// The statement repeated (for a chatty session, its most frequent statement).
     pub fingerprint: FingerprintId,
+    /// The statement's normalised SQL.
     pub text: Arc<str>,
+    /// `SELECT`, `INSERT`, ... of the statement.
     pub statement_kind: StatementKind,
     /// Who ran it: `user@client-host` (empty when unknown).
     pub application: Arc<str>,
@@ -195,13 +236,17 @@ pub struct Finding {
     pub origin: Option<Arc<Origin>>,
     /// For N+1: the query whose rows the loop's values came from.
     pub parent: Option<(FingerprintId, Arc<str>)>,
+    /// Where the first occurrence happened; later ones may be elsewhere.
     pub scope: PatternScope,
+    /// Runs merged into this finding, each of which cleared its kind's bar.
     pub occurrences: u64,
     /// Repetitions, fetches, pages, round trips or connections opened, over all occurrences.
     pub executions: u64,
     /// The fewest and the most executions one occurrence had.
     pub smallest: u64,
+    /// The most executions one occurrence had.
     pub largest: u64,
+    /// Round trips over all occurrences, an N+1 parent's included.
     pub round_trips: u64,
     /// Wall time the occurrences covered, first request to last response of each, summed.
     pub elapsed_us: u64,
@@ -210,8 +255,11 @@ pub struct Finding {
     pub cost_us: u64,
     /// Of `cost_us`, what an emulated link added.
     pub injected_us: u64,
+    /// Bytes on the long hop's wire, both ways, over all occurrences.
     pub bytes: u64,
+    /// Rows returned over all occurrences.
     pub rows: u64,
+    /// The kind's own evidence (the report's `evidence`).
     pub detail: Detail,
     /// Round trips by connection (at most [`run::CONNECTIONS_PER_RUN`]).
     pub per_conn: Vec<(u64, u64)>,
@@ -295,18 +343,22 @@ impl Finding {
 /// would cost over other links. `report` turns it into the schema.
 #[derive(Clone, Debug)]
 pub struct Assessed {
+    /// The merged facts.
     pub finding: Finding,
+    /// From what it would cost at the reference RTT (`at_reference_us`).
     pub severity: Severity,
     /// One sentence saying what happened.
     pub headline: String,
     /// The fix.
     pub fix: String,
+    /// `findings.reference_rtt`, µs: the link every finding is ranked on, whatever the link it ran over.
     pub reference_rtt_us: u64,
     /// What it would cost at `reference_rtt_us`: what findings are ranked by.
     pub at_reference_us: u64,
     /// The time it took without the emulated link and the real path's round trips: where
     /// projections start.
     pub base_us: u64,
+    /// One projection per configured scenario.
     pub what_if: Vec<Projection>,
     /// Over an emulated link: its projection onto that link beside what it took there.
     pub emulation: Option<EmulationCheck>,

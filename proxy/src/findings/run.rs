@@ -29,7 +29,9 @@ pub struct Context {
 /// reference RTT.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bar {
+    /// Repetitions, fetches, pages or connections an occurrence needs at least.
     pub min_executions: u64,
+    /// Its round trips' cost at the reference RTT must reach this, µs.
     pub min_projected_cost_us: u64,
 }
 
@@ -63,12 +65,19 @@ pub trait Detector: Send {
 /// round trip, time and bytes are part of the loop's (N children cost N+1 round trips).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ParentLink {
+    /// The parent statement's id.
     pub fingerprint: FingerprintId,
+    /// The parent statement's normalised SQL.
     pub text: Arc<str>,
+    /// When the parent was requested, µs since the recording epoch.
     pub request_us: u64,
+    /// When its last response byte arrived, µs since the recording epoch.
     pub end_us: u64,
+    /// Its round trips (usually 1).
     pub round_trips: u64,
+    /// Its bytes on the long hop's wire, both ways.
     pub bytes: u64,
+    /// Of its time, what an emulated link added, µs.
     pub injected_us: u64,
 }
 
@@ -113,19 +122,28 @@ const TOP_SHOWN: usize = 5;
 /// One occurrence of a pattern in progress: the accumulator every detector uses.
 #[derive(Clone, Debug)]
 pub struct Run {
+    /// The pattern this run is an occurrence of.
     pub kind: Kind,
+    /// The connection or traced request it happened in.
     pub scope: PatternScope,
+    /// `user@client-host` of the connection; empty when unknown.
     pub application: Arc<str>,
     /// The first command's origin. A chatty session spans many statements, so has none.
     pub origin: Option<Arc<Origin>>,
+    /// The statement repeated; for a chatty run, its most frequent statement.
     pub fingerprint: FingerprintId,
+    /// Its normalised SQL.
     pub text: Arc<str>,
+    /// Its statement kind.
     pub statement_kind: StatementKind,
+    /// Commands counted: repetitions, fetches, pages, round trips or connections.
     pub executions: u64,
+    /// Round trips of its commands.
     pub round_trips: u64,
     /// First request and last response of the run's own commands (`first_us` is `u64::MAX`
     /// until the first command).
     pub first_us: u64,
+    /// Last response byte of its commands, µs since the recording epoch.
     pub last_us: u64,
     /// The union of its commands' request-to-last-byte intervals: pipelined commands overlap,
     /// and their sum would exceed the wall clock.
@@ -133,13 +151,21 @@ pub struct Run {
     /// Of `busy_us`, what an emulated link added (each command's share of the time it added
     /// to the union).
     pub injected_us: u64,
+    /// Bytes on the long hop's wire, both ways.
     pub bytes: u64,
+    /// Rows returned.
     pub rows: u64,
+    /// `(connection id, round trips)`, at most [`CONNECTIONS_PER_RUN`] connections.
     pub per_conn: Vec<(u64, u64)>,
+    /// The lowest known base RTT of its commands, µs (0: unknown).
     pub rtt_us: u32,
+    /// The emulated link its commands ran over, if any.
     pub emulated: Option<Emulated>,
+    /// The client library of its connection, when known.
     pub driver: Option<Driver>,
+    /// For `n_plus_one`: the query whose rows supplied the loop's values.
     pub parent: Option<ParentLink>,
+    /// The kind's own facts, carried into the finding.
     pub detail: Detail,
 }
 
@@ -271,6 +297,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// Classifies by command and, for SQL, by statement kind and first word.
     pub fn of(r: &CommandRecord) -> Role {
         match r.command {
             COM_QUERY | COM_STMT_EXECUTE => statement_role(r.kind, &r.text),

@@ -16,24 +16,34 @@ use crate::human::{bandwidth, counted, us};
 /// One scenario's projection of one measured cost.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Projection {
+    /// The scenario's name, as configured.
     pub scenario: String,
+    /// The scenario's round trip, µs.
     pub rtt_us: u64,
+    /// The scenario's bandwidth, bits per second; `None`: unlimited.
     pub bandwidth_bps: Option<u64>,
     /// What it cost here.
     pub observed_us: u64,
     /// What it cost without the link: what the projection starts from.
     pub base_us: u64,
+    /// What it would cost there: base, plus each round trip at `rtt_us`, plus its bytes at `bandwidth_bps`.
     pub projected_us: u64,
+    /// The comparison in a sentence, for the report.
     pub summary: String,
 }
 
 /// An emulated link's own projection beside what the pattern took over it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmulationCheck {
+    /// The emulated round trip, µs.
     pub rtt_us: u64,
+    /// The emulated bandwidth towards the client, bits per second; `None`: unlimited.
     pub bandwidth_bps: Option<u64>,
+    /// What the projection says it should have cost over that link.
     pub projected_us: u64,
+    /// What it really took there: how far off the model is.
     pub took_us: u64,
+    /// The two side by side in a sentence.
     pub summary: String,
 }
 
@@ -43,7 +53,9 @@ pub struct Measured {
     /// The time it took here: its wall time (a loop's statements and the application's time
     /// between them), or just its commands' time.
     pub took_us: u64,
+    /// Round trips, each of which pays the target RTT.
     pub round_trips: u64,
+    /// Bytes on the long hop's wire, both ways, each of which pays the target bandwidth.
     pub bytes: u64,
     /// Base RTT of the real path it was measured on (0 when unknown: the projection then adds
     /// the target RTT on top of what was seen).

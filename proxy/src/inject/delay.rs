@@ -54,9 +54,11 @@ fn later(t: Instant, d: Duration) -> Instant {
 /// One direction's link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OneWayModel {
+    /// One-way propagation delay: `inject.rtt / 2` unless the direction overrides it.
     pub delay: Duration,
     /// Each chunk's delay varies uniformly within ±jitter.
     pub jitter: Duration,
+    /// Wire rate, bytes per second (the configured bits / 8, at least 1); `None`: unlimited.
     pub bytes_per_second: Option<u64>,
     /// At most this many bytes in flight per round trip.
     pub window: Option<u64>,
@@ -67,6 +69,7 @@ pub struct OneWayModel {
 }
 
 impl OneWayModel {
+    /// Whether the model changes anything; an inactive one is not put on the path at all.
     pub fn is_active(&self) -> bool {
         !self.delay.is_zero()
             || !self.jitter.is_zero()
@@ -93,6 +96,7 @@ impl OneWayModel {
     }
 }
 
+/// One direction's schedule: given each read's time and size, when its bytes may be written on.
 #[derive(Debug)]
 pub struct DelayLine {
     model: OneWayModel,
@@ -135,6 +139,7 @@ impl DelayLine {
         }
     }
 
+    /// The settings this line was built with.
     pub fn model(&self) -> &OneWayModel {
         &self.model
     }

@@ -67,9 +67,11 @@ pub struct Tail {
     pub followers: u64,
     /// When it left, and the stall it was charged.
     pub departed: std::time::Instant,
+    /// The stall it was charged: a tail loss probe or a retransmission timeout.
     pub charged: Duration,
     /// Its release without the loss, and the release of the bytes ahead of it.
     pub natural: std::time::Instant,
+    /// Release time of the bytes ahead of it: a faster repair never releases before this.
     pub floor: std::time::Instant,
 }
 

@@ -38,14 +38,17 @@ pub struct InjectControl {
 }
 
 impl InjectControl {
+    /// Starts with `initial` (from the config) at generation 1.
     pub fn new(initial: Inject) -> InjectControl {
         InjectControl { generation: AtomicU64::new(1), settings: Mutex::new(Arc::new(initial)) }
     }
 
+    /// Bumped by every [`InjectControl::replace`]: a connection re-reads only when it moved.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// The settings now in force.
     pub fn current(&self) -> Arc<Inject> {
         self.settings.lock().map(|s| s.clone()).unwrap_or_else(|p| p.into_inner().clone())
     }

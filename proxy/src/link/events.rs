@@ -15,9 +15,19 @@ use super::verdict::{Links, Measurement};
 pub enum LinkEvent {
     /// A large transfer's limit, or a run of small responses judged latency-bound (boxed:
     /// one per large transfer, while `Rtt` events come with every reading).
-    Measured { conn_id: u64, at_us: u64, measurement: Box<Measurement> },
+    Measured {
+        /// The relay's connection id.
+        conn_id: u64,
+        /// When the transfer ended, µs since the recording epoch.
+        at_us: u64,
+        /// What the transfer tracker measured, before words are put to it.
+        measurement: Box<Measurement>,
+    },
     /// The kernel's base RTT of an upstream socket, µs (one per reading).
-    Rtt { base_rtt_us: u32 },
+    Rtt {
+        /// `tcpi_min_rtt` (else the smoothed RTT), µs; never 0.
+        base_rtt_us: u32,
+    },
 }
 
 /// The probes' end of the channel. Cloned into every connection.

@@ -17,7 +17,9 @@ const RECHECK_GROWTH: u64 = 2;
 /// The link's expected figures, as configured.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Expected {
+    /// `link.expected_rtt`, µs; `None` when not configured.
     pub rtt_us: Option<u64>,
+    /// `link.expected_bandwidth` converted to bytes per second; `None` when not configured.
     pub bytes_per_second: Option<u64>,
 }
 

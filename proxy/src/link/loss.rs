@@ -17,12 +17,14 @@ const MATHIS_C: f64 = 1.22;
 pub struct Loss {
     /// Reads that stopped for a hole, and their time: loss events.
     pub recovery_stalls: u32,
+    /// Time the reads stood still in those stalls, µs.
     pub recovery_stall_us: u64,
     /// Of the stalls, those as long as a retransmission timeout (nothing behind the lost
     /// segment to set off a fast retransmit).
     pub rto_stalls: u32,
     /// Data segments received, and those that arrived behind a hole.
     pub segments_in: u64,
+    /// Of `segments_in`, those that arrived behind a hole (`tcpi_rcv_ooopack`).
     pub out_of_order: u64,
     /// Segments that arrived twice (duplicates, needless retransmissions): the ones the socket
     /// threw away as already had. Where the kernel does not say, an upper bound: segments
@@ -30,9 +32,11 @@ pub struct Loss {
     pub duplicates: u64,
     /// rttscope's own retransmissions and RTOs during the transfer.
     pub retransmitted: u64,
+    /// Retransmission timeouts rttscope's side took (0 before Linux 6.7).
     pub rtos: u64,
     /// The server's DSACKs and reorderings of what rttscope sent.
     pub dsack_dups: u64,
+    /// Reorderings the kernel detected in what rttscope sent (`tcpi_reord_seen`).
     pub reord_seen: u64,
     /// Largest segment received, bytes.
     pub mss: u32,

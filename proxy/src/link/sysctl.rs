@@ -5,14 +5,20 @@ use std::path::Path;
 
 use serde::Serialize;
 
+/// The host's TCP buffer sysctls; each `None` when `/proc/sys` could not be read or parsed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Sysctls {
     /// `net.ipv4.tcp_rmem` min/default/max.
     pub tcp_rmem: Option<[u64; 3]>,
+    /// `net.ipv4.tcp_wmem` min/default/max, bytes.
     pub tcp_wmem: Option<[u64; 3]>,
+    /// `net.core.rmem_max`, bytes: the ceiling for an explicit SO_RCVBUF.
     pub rmem_max: Option<u64>,
+    /// `net.core.wmem_max`, bytes: the ceiling for an explicit SO_SNDBUF.
     pub wmem_max: Option<u64>,
+    /// `net.ipv4.tcp_moderate_rcvbuf`: whether receive-buffer autotuning is on.
     pub tcp_moderate_rcvbuf: Option<bool>,
+    /// `net.ipv4.tcp_window_scaling`: off caps every window at 64 KiB.
     pub tcp_window_scaling: Option<bool>,
 }
 
@@ -39,6 +45,7 @@ impl Sysctls {
         }
     }
 
+    /// Reads the running host's `/proc/sys`.
     pub fn read() -> Sysctls {
         Sysctls::read_from(Path::new("/proc/sys"))
     }

@@ -78,6 +78,7 @@ struct Small {
     time_us: u64,
 }
 
+/// One connection's transfer follower: fed read times, hold-offs and socket readings, it returns a [`Measurement`] for each large response.
 #[derive(Debug)]
 pub struct TransferTracker {
     large_transfer: u64,
@@ -86,6 +87,7 @@ pub struct TransferTracker {
     small: Small,
     /// Latest smoothed and base RTT of the upstream socket, µs.
     pub rtt_us: u32,
+    /// Base RTT (`tcpi_min_rtt`, else the smoothed one), µs; 0 until a reading.
     pub min_rtt_us: u32,
     /// The socket's loss counters at the latest reading.
     latest: Option<LossCounters>,
@@ -99,6 +101,7 @@ pub struct TransferTracker {
 }
 
 impl TransferTracker {
+    /// Responses of at least `large_transfer` bytes get a verdict; `rmem_max` (tcp_rmem max) tells a pinned receive buffer apart from the sender's window.
     pub fn new(large_transfer: u64, rmem_max: Option<u64>) -> TransferTracker {
         TransferTracker {
             large_transfer,
@@ -145,6 +148,7 @@ impl TransferTracker {
         (3 * u64::from(self.rtt_us)).max(10_000)
     }
 
+    /// The first byte of a response arrived at `now_us`: a transfer starts, with the loss counters as last read.
     pub fn response_started(&mut self, now_us: u64) {
         self.current = Some(Transfer {
             first_us: now_us,

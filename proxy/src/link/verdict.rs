@@ -32,6 +32,7 @@ pub enum LinkLimit {
 }
 
 impl LinkLimit {
+    /// Every limit, in the order metrics list them.
     pub const ALL: [LinkLimit; 7] = [
         LinkLimit::Link,
         LinkLimit::ReceiveWindow,
@@ -42,6 +43,7 @@ impl LinkLimit {
         LinkLimit::Loss,
     ];
 
+    /// The snake_case name used in reports, logs and the `limit` metric label.
     pub fn name(self) -> &'static str {
         match self {
             LinkLimit::Link => "link",
@@ -64,47 +66,65 @@ impl std::fmt::Display for LinkLimit {
 /// What the relay measured about one transfer (or a run of small responses).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Measurement {
+    /// The one limit that held the transfer back.
     pub limit: LinkLimit,
     /// A second limit that bound at the same time (loss under a window limit).
     pub secondary: Option<LinkLimit>,
     /// What the transfer showed of loss, duplication and reordering.
     pub loss: Loss,
+    /// The response's MySQL packet bytes, headers included; 0 for a `latency` judgement.
     pub bytes: u64,
+    /// First to last read of the response, µs; for `latency`, the small responses' time summed.
     pub duration_us: u64,
     /// Bytes per second.
     pub throughput: u64,
+    /// Mean smoothed RTT (`tcpi_rtt`) over the transfer's readings, µs.
     pub rtt_us: u32,
+    /// Least `tcpi_min_rtt` seen during the transfer, µs: what a round trip costs with empty queues.
     pub base_rtt_us: u32,
     /// Bytes delivered per round trip: the effective window.
     pub bytes_per_rtt: u64,
     /// Largest receive window we advertised.
     pub advertised_window: u64,
+    /// Largest SO_RCVBUF seen during the transfer, bytes (autotuning grows it).
     pub receive_buffer: u64,
+    /// Time the pipe stood empty for less than a round trip between reads, µs: a window waiting for ACKs.
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// Gaps of several RTTs with nothing in flight: the server producing the result.
     pub server_pauses: u32,
+    /// Their time, µs.
     pub server_pause_us: u64,
+    /// `TCP_INFO` readings taken during the transfer.
     pub samples: u32,
+    /// Client waits in the response (for `latency`, over the small responses judged).
     pub round_trips: u64,
 }
 
 /// A measurement with its connection, time and words.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkVerdict {
+    /// The relay's connection id.
     pub conn_id: u64,
+    /// When the transfer ended, µs since the recording epoch.
     pub at_us: u64,
+    /// The numbers the verdict was drawn from; `measurement.limit` is the verdict itself.
     pub measurement: Measurement,
     /// Fastest delivery seen on this upstream, or the configured bandwidth.
     pub path_bytes_per_second: Option<u64>,
+    /// Bandwidth-delay product of that path at the base RTT, bytes; `None` without a path figure.
     pub bdp: Option<u64>,
+    /// One sentence for the user: what moved, how fast, and what held it back.
     pub summary: String,
+    /// What to change, sized from the measured RTT and bandwidth.
     pub fix: String,
 }
 
 /// Verdicts kept for the report.
 const KEPT: usize = 100;
 
+/// The collector's store of link verdicts: the latest 100 for reports, counts by limit for metrics.
 #[derive(Debug)]
 pub struct Links {
     sysctls: Sysctls,
@@ -114,11 +134,12 @@ pub struct Links {
     recent: VecDeque<LinkVerdict>,
     /// Transfers and their time, by limit, since start (metrics).
     pub totals: BTreeMap<&'static str, (u64, u64)>,
-    /// Upstream RTT readings (µs), for the metrics histogram.
+    /// Upstream base RTT readings, in seconds: `rttscope_upstream_rtt_seconds`.
     pub rtt: crate::record::BucketHistogram,
 }
 
 impl Links {
+    /// `sysctls` and `expected` go into the words of every verdict.
     pub fn new(sysctls: Sysctls, expected: Expected) -> Links {
         Links {
             sysctls,
@@ -131,6 +152,7 @@ impl Links {
         }
     }
 
+    /// The host's TCP buffer limits as read at start-up.
     pub fn sysctls(&self) -> &Sysctls {
         &self.sysctls
     }
@@ -259,6 +281,7 @@ impl Links {
         self.recent.iter()
     }
 
+    /// Forgets the recent verdicts (`POST /reset`); the metrics totals keep counting.
     pub fn reset(&mut self) {
         self.recent.clear();
     }

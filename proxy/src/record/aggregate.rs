@@ -23,30 +23,45 @@ const CLOSED_KEPT: usize = 256;
 /// One statement class (or pseudo-statement for commands without SQL).
 #[derive(Clone, Debug)]
 pub struct QueryStats {
+    /// The statement class's id; [`OTHER_FINGERPRINT`] for the folded entry.
     pub fingerprint: FingerprintId,
+    /// Normalised SQL (or the command's name) from the first record of the class.
     pub text: Arc<str>,
+    /// The statement kind from the first record of the class.
     pub kind: StatementKind,
     /// Executions: COM_QUERY and COM_STMT_EXECUTE (and each command without SQL).
     pub count: u64,
     /// Records of every command attributed here, by command byte.
     pub commands: Vec<(u8, u64)>,
+    /// Commands answered with an ERR packet.
     pub errors: u64,
+    /// Client waits over all its commands (see [`CommandRecord::round_trips`]).
     pub round_trips: u64,
+    /// Request to first response byte, µs, for commands that got a response.
     pub first_byte: Latency,
+    /// Request to last response byte, µs, of every command attributed here.
     pub latency: Latency,
+    /// Rows returned over all commands; the report's `rows.sum`.
     pub rows_sum: u64,
+    /// Most rows one command returned; the report's `rows.max`.
     pub rows_max: u64,
+    /// MySQL packet bytes sent by clients, headers included, uncompressed.
     pub bytes_up: u64,
+    /// MySQL packet bytes of responses, headers included, uncompressed.
     pub bytes_down: u64,
+    /// Largest single response, bytes; the report's `bytes.max_down`.
     pub max_down: u64,
     /// Bytes on the long hop's wire (compressed when it is).
     pub wire_up: u64,
+    /// Downstream counterpart of `wire_up`.
     pub wire_down: u64,
     /// Slices of its results compressed, while the long hop was not compressed.
     pub compressibility: Compressibility,
     /// Commands whose response the state machine lost its place in.
     pub unparsed: u64,
+    /// Earliest request, µs since the recording epoch.
     pub first_seen_us: u64,
+    /// Latest last response byte, µs since the recording epoch.
     pub last_seen_us: u64,
     /// For the `other` entry: how many statement classes were folded into it.
     pub folded: u64,
@@ -169,23 +184,37 @@ pub fn counts_as_execution(command: u8) -> bool {
 /// One client connection.
 #[derive(Clone, Debug)]
 pub struct ConnectionStats {
+    /// The relay's connection id (as in [`Event::Connected`]).
     pub id: u64,
+    /// The client's address as the listener accepted it.
     pub client: Arc<str>,
     /// How each leg is carried, and the client library.
     pub legs: Legs,
+    /// Logged-in user, updated by `COM_CHANGE_USER`.
     pub user: Arc<str>,
+    /// Default schema, updated by `USE` / `COM_INIT_DB`; `None` when none is selected.
     pub schema: Option<Arc<str>>,
+    /// When it was accepted, µs since the recording epoch.
     pub opened_us: u64,
+    /// When it ended, µs since the recording epoch; `None` while open.
     pub closed_us: Option<u64>,
+    /// Every command recorded, executions or not.
     pub commands: u64,
+    /// Commands answered with an ERR packet.
     pub errors: u64,
+    /// Client waits over all its commands.
     pub round_trips: u64,
+    /// Request to last response byte, µs, per command.
     pub latency: Latency,
+    /// MySQL packet bytes sent by the client, headers included, uncompressed.
     pub bytes_up: u64,
+    /// MySQL packet bytes sent to the client, headers included, uncompressed.
     pub bytes_down: u64,
     /// Bytes on the long hop's wire (compressed when it is).
     pub wire_up: u64,
+    /// Downstream counterpart of `wire_up`.
     pub wire_down: u64,
+    /// Rows returned over all its commands.
     pub rows: u64,
     /// The upstream's base RTT as last measured, µs (0: unknown).
     pub rtt_us: u32,
@@ -197,15 +226,23 @@ pub struct ConnectionStats {
 /// `totals` as they are.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Totals {
+    /// Every command recorded, including prepares, fetches and the handshake (`CONNECT`).
     pub commands: u64,
+    /// Commands that ran a statement (see [`counts_as_execution`]).
     pub executions: u64,
+    /// Commands answered with an ERR packet.
     pub errors: u64,
+    /// Times a client waited for the server, summed.
     pub round_trips: u64,
     /// Sum of request-to-last-byte time over all commands, µs.
     pub time_us: u64,
+    /// MySQL packet bytes clients sent, headers included, uncompressed.
     pub bytes_up: u64,
+    /// MySQL packet bytes sent to clients, headers included, uncompressed.
     pub bytes_down: u64,
+    /// Rows returned over all commands.
     pub rows: u64,
+    /// Clients that logged in (handshakes relayed).
     pub connections: u64,
     /// Records lost because the collector fell behind (forwarding never
     /// waits). Counted by the relay; filled in when a report is made.
@@ -217,6 +254,7 @@ pub struct Totals {
     /// same as `bytes_up` / `bytes_down`.
     #[serde(default)]
     pub wire_up: u64,
+    /// Downstream counterpart of `wire_up`.
     #[serde(default)]
     pub wire_down: u64,
     /// Commands whose response the state machine could not follow (forwarded anyway).
@@ -224,6 +262,7 @@ pub struct Totals {
     pub unparsed: u64,
 }
 
+/// The collector's view of everything recorded: totals, statement classes (bounded, see the module docs), connections open and recently closed.
 #[derive(Debug)]
 pub struct Aggregates {
     max_fingerprints: usize,
@@ -231,6 +270,7 @@ pub struct Aggregates {
     other: QueryStats,
     connections: HashMap<u64, ConnectionStats>,
     closed: VecDeque<ConnectionStats>,
+    /// The report's `totals`.
     pub totals: Totals,
     /// Start of the recording window, µs since the epoch.
     pub since_us: u64,
@@ -244,6 +284,7 @@ pub struct Aggregates {
 }
 
 impl Aggregates {
+    /// Keeps at most `max_fingerprints` statement classes (at least 1) past a fold; `since_us` starts the recording window.
     pub fn new(max_fingerprints: usize, since_us: u64) -> Aggregates {
         Aggregates {
             max_fingerprints: max_fingerprints.max(1),
@@ -265,6 +306,7 @@ impl Aggregates {
         Aggregates { metered: false, metrics: CommandMetrics::new(0), ..Aggregates::new(max_fingerprints, since_us) }
     }
 
+    /// Folds one event in; a command of an unknown connection still counts in totals and its statement class.
     pub fn apply(&mut self, event: &Event) {
         match event {
             Event::Connected { conn_id, client, legs, user, schema, at_us } => {
@@ -379,6 +421,7 @@ impl Aggregates {
         all
     }
 
+    /// A listed statement class; `None` for one never seen or folded into `other`.
     pub fn query(&self, id: FingerprintId) -> Option<&QueryStats> {
         self.queries.get(&id)
     }

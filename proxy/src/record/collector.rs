@@ -10,9 +10,11 @@ use super::{Aggregates, Event, MeasureBudget};
 /// Something else that wants every event, in order (a detector). Gets
 /// them a batch at a time, so it can take its own lock once per batch.
 pub trait Consumer: Send {
+    /// Called once per batch drained from the channel, after the aggregates took it.
     fn events(&mut self, batch: &[Event]);
 }
 
+/// The one task that drains the event channel; owns the consumers, shares the aggregates behind a mutex.
 pub struct Collector {
     rx: mpsc::Receiver<Event>,
     aggregates: Arc<Mutex<Aggregates>>,
@@ -28,10 +30,12 @@ const BATCH: usize = 512;
 const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Collector {
+    /// Applies events to `aggregates`, which reports and `/metrics` lock to read.
     pub fn new(rx: mpsc::Receiver<Event>, aggregates: Arc<Mutex<Aggregates>>) -> Collector {
         Collector { rx, aggregates, consumers: Vec::new() }
     }
 
+    /// Adds a consumer told every batch after the aggregates; call before [`Collector::run`].
     pub fn add_consumer(&mut self, consumer: Box<dyn Consumer>) {
         self.consumers.push(consumer);
     }

@@ -14,6 +14,7 @@ pub struct Values {
 }
 
 impl Values {
+    /// Appends a hash; past the fourth, values are dropped silently (the first four are what loops compare).
     pub fn push(&mut self, hash: u64) {
         if let Some(slot) = self.hashes.get_mut(usize::from(self.len)) {
             *slot = hash;
@@ -21,6 +22,7 @@ impl Values {
         }
     }
 
+    /// The hashes pushed so far, in order (at most four).
     pub fn as_slice(&self) -> &[u64] {
         &self.hashes[..usize::from(self.len)]
     }
@@ -29,13 +31,16 @@ impl Values {
 /// One command and its response.
 #[derive(Clone, Debug)]
 pub struct CommandRecord {
+    /// The relay's id of the client connection (the `Event::Connected` one).
     pub conn_id: u64,
     /// The command byte (`COM_QUERY`, ...); `CONNECT` for the handshake.
     pub command: u8,
     /// The statement this command ran or served. Commands without SQL get a
     /// pseudo-fingerprint named after the command (`COM_PING`).
     pub fingerprint: FingerprintId,
+    /// The fingerprint's normalised SQL (literals replaced), or the command's name.
     pub text: Arc<str>,
+    /// SELECT, INSERT, ... as the fingerprinter classed the statement; `Other` until known.
     pub kind: StatementKind,
     /// When the command's first byte arrived, µs since the epoch.
     pub request_us: u64,
@@ -43,17 +48,26 @@ pub struct CommandRecord {
     pub first_byte_us: Option<u64>,
     /// When the last response byte arrived (or the request ended, without a response).
     pub last_byte_us: u64,
+    /// Times the client waited for the server; for `CONNECT`, plus the TCP handshake, greeting and upstream TLS.
     pub round_trips: u32,
+    /// MySQL packet bytes the client sent for it, 4-byte headers included (uncompressed).
     pub bytes_up: u64,
+    /// MySQL packet bytes of the response, 4-byte headers included (uncompressed).
     pub bytes_down: u64,
     /// Bytes on the long hop's wire when it is compressed (`None`: the same as
     /// `bytes_up` / `bytes_down`). What a link's bandwidth charges for.
     pub wire_up: Option<u64>,
+    /// Downstream counterpart of `wire_up`.
     pub wire_down: Option<u64>,
+    /// Rows returned, over every result set of the response.
     pub rows: u64,
+    /// Columns of the first result set (0 without one).
     pub columns: u32,
+    /// From the OK packet(s): rows written, or a bulk execute's rows.
     pub affected_rows: u64,
+    /// Warning count from the last OK/EOF.
     pub warnings: u32,
+    /// The server's error code when the response was an ERR packet.
     pub error: Option<u16>,
     /// Statement id for the `COM_STMT_*` family.
     pub statement: Option<u32>,
@@ -63,7 +77,9 @@ pub struct CommandRecord {
     pub cursor: bool,
     /// Hashed literal values (text) or parameters (prepared).
     pub values: Values,
+    /// The `LIMIT`/`OFFSET` page, when its numbers are literals or bound parameters.
     pub paging: Option<Paging>,
+    /// Rows in an `INSERT ... VALUES (...), (...)` list (0 for other statements): a batch insert is not a loop.
     pub rows_in_values: u32,
     /// W3C trace id from a traceparent comment.
     pub trace: Option<u128>,

@@ -27,8 +27,11 @@ const BYTES_PER_SECOND: usize = 1 << 20;
 /// Sampled payload bytes and what zlib made of them, summed over samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Compressibility {
+    /// Responses sampled.
     pub samples: u64,
+    /// Response bytes copied into samples, packet headers included (`queries[].compressibility.sampled_bytes`).
     pub sampled_bytes: u64,
+    /// What zlib at its default level made of them ([`zlib_len`]); at least 1 per sample.
     pub compressed_bytes: u64,
 }
 
@@ -38,6 +41,7 @@ impl Compressibility {
         if self.compressed_bytes == 0 { 1.0 } else { self.sampled_bytes as f64 / self.compressed_bytes as f64 }
     }
 
+    /// Sums `other` in: a ratio over samples is bytes over bytes, not a mean of ratios.
     pub fn add(&mut self, other: &Compressibility) {
         self.samples += other.samples;
         self.sampled_bytes += other.sampled_bytes;
@@ -49,7 +53,9 @@ impl Compressibility {
 /// gave, once the collector has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PayloadSample {
+    /// Copied by the recorder (up to [`SAMPLE_LEN`] bytes), not measured yet.
     Bytes(Box<[u8]>),
+    /// Compressed by the collector: one sample's [`Compressibility`].
     Measured(Compressibility),
 }
 

@@ -17,21 +17,38 @@ use crate::live::Legs;
 pub enum Event {
     /// A client logged in (the handshake was relayed).
     Connected {
+        /// The relay's id for this connection, shared by all its later events.
         conn_id: u64,
+        /// The client's address as the listener accepted it.
         client: Arc<str>,
         /// How each leg is carried (TLS, compression) and the client library.
         legs: Box<Legs>,
+        /// The user it logged in as, from the handshake response.
         user: Arc<str>,
+        /// The default schema from the handshake response; `None` when it named none.
         schema: Option<Arc<str>>,
+        /// When the client connected (its TCP accept), µs since the recording epoch.
         at_us: u64,
     },
     /// A command and its response.
     Command(CommandRecord),
     /// The server accepted a new default schema or user (`COM_INIT_DB`,
     /// `USE`, `COM_CHANGE_USER`).
-    Identity { conn_id: u64, user: Arc<str>, schema: Option<Arc<str>> },
+    Identity {
+        /// The connection whose identity changed.
+        conn_id: u64,
+        /// The user now logged in (changed only by `COM_CHANGE_USER`).
+        user: Arc<str>,
+        /// The default schema now selected; `None` when there is none.
+        schema: Option<Arc<str>>,
+    },
     /// The connection ended.
-    Closed { conn_id: u64, at_us: u64 },
+    Closed {
+        /// The connection that ended.
+        conn_id: u64,
+        /// When the relay saw it end, µs since the recording epoch.
+        at_us: u64,
+    },
 }
 
 /// The relay's end of the event channel. Cloned into every connection.

@@ -5,6 +5,7 @@
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+/// A distribution of durations in µs: an HDR histogram (2 significant digits) plus the exact sum and max.
 #[derive(Clone, Debug)]
 pub struct Latency {
     hist: Histogram<u32>,
@@ -15,10 +16,15 @@ pub struct Latency {
 /// The percentiles reports show, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LatencySummary {
+    /// Median, µs (to the histogram's 1 %, never above `max`).
     pub p50: u64,
+    /// 95th percentile, µs.
     pub p95: u64,
+    /// 99th percentile, µs.
     pub p99: u64,
+    /// Largest value recorded, µs (exact).
     pub max: u64,
+    /// All values added, µs (exact): a statement's total time.
     pub sum: u64,
 }
 
@@ -29,12 +35,14 @@ impl Default for Latency {
 }
 
 impl Latency {
+    /// Empty; percentiles of an empty distribution read as 0.
     pub fn new() -> Latency {
         // `new` is auto-resizing; 2 digits keep each bucket within 1 %.
         let hist = Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant digits is valid"));
         Latency { hist, sum: 0, max: 0 }
     }
 
+    /// Adds one duration in µs; 0 is histogrammed as 1 but summed as 0.
     pub fn record(&mut self, us: u64) {
         // `record` grows the histogram to fit (saturating_record would clamp
         // to the current range instead); the only error left is a u32 bucket
@@ -44,6 +52,7 @@ impl Latency {
         self.max = self.max.max(us);
     }
 
+    /// Values recorded.
     pub fn count(&self) -> u64 {
         self.hist.len()
     }
@@ -56,16 +65,19 @@ impl Latency {
         self.hist.count_between(us.max(1), self.max.max(1))
     }
 
+    /// Exact sum of values recorded, µs (saturating).
     pub fn sum(&self) -> u64 {
         self.sum
     }
 
+    /// Adds `other`'s values: percentiles of the union, not a mean of percentiles.
     pub fn merge(&mut self, other: &Latency) {
         let _ = self.hist.add(&other.hist);
         self.sum = self.sum.saturating_add(other.sum);
         self.max = self.max.max(other.max);
     }
 
+    /// Percentiles, max and sum; all 0 when nothing was recorded.
     pub fn summary(&self) -> LatencySummary {
         if self.hist.is_empty() {
             return LatencySummary::default();

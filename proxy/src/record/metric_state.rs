@@ -20,14 +20,17 @@ impl BucketHistogram {
         self.bounds.iter().copied().zip(self.counts.iter().copied())
     }
 
+    /// Sum of every observed value (Prometheus `_sum`).
     pub fn sum(&self) -> f64 {
         self.sum
     }
 
+    /// Observations, including those above the last bound (Prometheus `_count`, the `+Inf` bucket).
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// Empty, with upper bounds `bounds` (ascending; one of the `*_BUCKETS` constants).
     pub fn new(bounds: &'static [f64]) -> BucketHistogram {
         BucketHistogram { bounds, counts: vec![0; bounds.len()], sum: 0.0, count: 0 }
     }
@@ -41,6 +44,7 @@ impl BucketHistogram {
         self.count += other.count;
     }
 
+    /// Counts `v` in the first bucket whose bound is at least `v`; above every bound, only in sum and count.
     pub fn observe(&mut self, v: f64) {
         if let Some(i) = self.bounds.iter().position(|&b| v <= b) {
             self.counts[i] += 1;
@@ -72,9 +76,13 @@ pub const BYTES_BUCKETS: &[f64] = &[
 /// Command-level metrics since start.
 #[derive(Clone, Debug)]
 pub struct CommandMetrics {
+    /// Request to last response byte, seconds: `rttscope_query_duration_seconds`.
     pub duration_seconds: BucketHistogram,
+    /// Request to first response byte, seconds: `rttscope_query_first_byte_seconds`.
     pub first_byte_seconds: BucketHistogram,
+    /// Response packet bytes per command: `rttscope_result_bytes`.
     pub result_bytes: BucketHistogram,
+    /// Client waits summed: `rttscope_round_trips_total`.
     pub round_trips: u64,
     /// Commands and errors by command name: every byte without a name counts as one
     /// `COM_UNKNOWN`, so a client sending nonsense cannot grow the label set.
@@ -105,6 +113,7 @@ impl CommandMetrics {
         CommandMetrics { statements: StatementMetrics::new(top_statements), ..CommandMetrics::default() }
     }
 
+    /// Counts one command in every histogram, its command name and its statement's series.
     pub fn record(&mut self, r: &CommandRecord) {
         self.statements.record(r);
         self.duration_seconds.observe(r.latency_us() as f64 / 1e6);

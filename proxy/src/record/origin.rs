@@ -18,10 +18,15 @@ const MAX_VALUE: usize = 200;
 /// `tracestate`) are not part of it: they would make every request a place of its own.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Origin {
+    /// sqlcommenter `controller` (Rails, Django's view module, ...), percent-decoded, at most 200 bytes.
     pub controller: Option<Box<str>>,
+    /// sqlcommenter `action`: the controller's method.
     pub action: Option<Box<str>>,
+    /// sqlcommenter `route`: the URL pattern served (`/orders/:id`).
     pub route: Option<Box<str>>,
+    /// sqlcommenter `framework` (`rails_v7`, `spring`, ...).
     pub framework: Option<Box<str>>,
+    /// sqlcommenter `application`: which service sent it, when several share a database.
     pub application: Option<Box<str>>,
 }
 

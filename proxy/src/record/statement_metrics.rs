@@ -30,12 +30,17 @@ pub const ROWS_BUCKETS: &[f64] =
 pub struct StatementSeries {
     /// `SELECT`, `INSERT`, ... for SQL (its first keyword); the command name otherwise.
     pub operation: Arc<str>,
+    /// Request to last response byte, seconds: `db_client_operation_duration_seconds`.
     pub duration_seconds: BucketHistogram,
+    /// Request to first response byte, seconds: `rttscope_statement_first_byte_seconds`.
     pub first_byte_seconds: BucketHistogram,
+    /// Rows per response, in [`ROWS_BUCKETS`]: `db_client_response_returned_rows`.
     pub rows: BucketHistogram,
+    /// Client waits summed: `rttscope_statement_round_trips_total`.
     pub round_trips: u64,
     /// Bytes on the long hop's wire (compressed when it is), requests and responses.
     pub wire_request_bytes: u64,
+    /// The response side of `wire_request_bytes`.
     pub wire_response_bytes: u64,
     /// Total time since the statement was first seen, µs: its rank, kept across a promotion.
     rank_us: u64,
@@ -87,6 +92,7 @@ impl StatementSeries {
 /// How many times a labelled statement's time a candidate needs to take its place.
 const STICKINESS: u64 = 2;
 
+/// Per-statement series, at most `top` labelled plus `other` (see the module docs for why membership is sticky).
 #[derive(Clone, Debug)]
 pub struct StatementMetrics {
     top: usize,
@@ -113,6 +119,7 @@ impl StatementMetrics {
         (2 * self.top).max(256)
     }
 
+    /// Counts a command in its statement's series, or in `other` while it is only a candidate.
     pub fn record(&mut self, r: &CommandRecord) {
         if let Some(series) = self.labelled.get_mut(&r.fingerprint) {
             series.add(r);

@@ -21,12 +21,25 @@ use super::{Aggregates, ConnectionStats, Consumer, Event};
 /// Why a window cannot be reported.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum WindowError {
+    /// `report.window_max` is 0: no slots are kept, so no window can be answered.
     #[error("rolling windows are off (report.window_max: 0)")]
     Off,
+    /// The asked window is shorter than one slot; both durations as the user wrote them.
     #[error("a window must be at least report.window_resolution ({resolution}), not {asked}")]
-    TooShort { asked: String, resolution: String },
+    TooShort {
+        /// The window asked for, as the user wrote it.
+        asked: String,
+        /// `report.window_resolution`, human-readable.
+        resolution: String,
+    },
+    /// The asked window reaches past the oldest slot kept; both durations as the user wrote them.
     #[error("a window can be at most report.window_max ({max}), not {asked}")]
-    TooLong { asked: String, max: String },
+    TooLong {
+        /// The window asked for, as the user wrote it.
+        asked: String,
+        /// `report.window_max`, human-readable.
+        max: String,
+    },
 }
 
 struct Slot {
@@ -36,6 +49,7 @@ struct Slot {
     dropped_before: u64,
 }
 
+/// Slots of recent [`Aggregates`], oldest first, bounded by `window_max / window_resolution + 1`.
 pub struct Windows {
     resolution_us: u64,
     /// 0: off.
@@ -57,10 +71,12 @@ pub struct Window {
     pub aggregates: Aggregates,
     /// Events dropped during the window (approximate to a slot).
     pub events_dropped: u64,
+    /// The slot length, µs: the window's start is exact only to this.
     pub resolution_us: u64,
 }
 
 impl Windows {
+    /// Slots of `resolution` (at least 1 µs) kept for `max` (zero turns windows off); `dropped` is the event sink's drop counter.
     pub fn new(
         resolution: std::time::Duration,
         max: std::time::Duration,
@@ -85,6 +101,7 @@ impl Windows {
         self.since_us = now_us;
     }
 
+    /// Counts one event in the slot its time falls in (a command's last byte); a no-op when windows are off.
     pub fn apply(&mut self, event: &Event) {
         if self.max_us == 0 {
             return;

@@ -60,10 +60,15 @@ use tls::{ClientSideTls, UpstreamSideTls};
 /// Counters the relay keeps; lock-free, read by metrics.
 #[derive(Debug, Default)]
 pub struct RelayStats {
+    /// Clients accepted and served, refused logins included: `rttscope_connections_total`.
     pub connections_accepted: AtomicU64,
+    /// Clients open now: `rttscope_connections_active`.
     pub connections_active: AtomicU64,
+    /// Clients turned away before the handshake (connection or descriptor limit): `rttscope_connections_rejected_total`.
     pub connections_rejected: AtomicU64,
+    /// Dials, greetings or upstream TLS that failed: `rttscope_upstream_connect_errors_total`.
     pub upstream_connect_errors: AtomicU64,
+    /// Connections closed by an error other than a hangup (decode errors, timeouts): `rttscope_protocol_errors_total`.
     pub protocol_errors: AtomicU64,
     /// Connections the upstream closed in the middle of a response (died, was killed).
     pub upstream_closed_mid_response: AtomicU64,
@@ -267,6 +272,7 @@ impl Proxy {
         self.shared.client_tls.as_ref().and_then(|t| t.generated_ca.clone())
     }
 
+    /// The relay's counters, shared with `/metrics`.
     pub fn stats(&self) -> Arc<RelayStats> {
         self.shared.stats.clone()
     }

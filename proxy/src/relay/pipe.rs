@@ -60,6 +60,7 @@ pub struct BufferBudget {
 }
 
 impl BufferBudget {
+    /// A budget of `limit` bytes of buffer growth beyond each pipe's base size, across connections.
     pub fn new(limit: u64) -> BufferBudget {
         BufferBudget { limit, extra: AtomicU64::new(0), total: AtomicU64::new(0) }
     }

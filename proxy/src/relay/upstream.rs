@@ -12,14 +12,36 @@ use tokio::net::{TcpSocket, TcpStream};
 /// Why the upstream could not be reached; shown to the client in an ERR packet.
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
+    /// DNS lookup of `upstream.address` failed.
     #[error("cannot resolve upstream {addr}: {source}")]
-    Resolve { addr: UpstreamAddr, source: io::Error },
+    Resolve {
+        /// `upstream.address` as configured.
+        addr: UpstreamAddr,
+        /// The resolver's error.
+        source: io::Error,
+    },
+    /// The name resolved, but to an empty list.
     #[error("upstream {addr} resolved to no addresses")]
-    NoAddress { addr: UpstreamAddr },
+    NoAddress {
+        /// `upstream.address` as configured.
+        addr: UpstreamAddr,
+    },
+    /// Every resolved address refused or failed; the last one's error is kept.
     #[error("cannot connect to upstream {addr}: {source}")]
-    Connect { addr: String, source: io::Error },
+    Connect {
+        /// The resolved `ip:port` whose error this is.
+        addr: String,
+        /// The connect error (refused, unreachable, out of descriptors...).
+        source: io::Error,
+    },
+    /// `limits.connect_timeout` passed before any address answered.
     #[error("cannot connect to upstream {addr}: no answer within {timeout:?}")]
-    Timeout { addr: UpstreamAddr, timeout: Duration },
+    Timeout {
+        /// `upstream.address` as configured.
+        addr: UpstreamAddr,
+        /// The limit that passed.
+        timeout: Duration,
+    },
 }
 
 /// Connects to `addr`, trying each resolved address in turn, all within `timeout`.
