@@ -40,6 +40,8 @@ pub enum BindError {
     AdminToken(#[from] TokenError),
 }
 
+/// rttscope bound but not yet serving: [`bind`](Rttscope::bind), then [`run`](Rttscope::run);
+/// addresses and state can be read in between (tests bind port 0).
 pub struct Rttscope {
     config: Arc<Config>,
     proxy: Proxy,
@@ -136,6 +138,8 @@ impl Rttscope {
         Ok(Rttscope { config, proxy, admin, collector, link_events, state })
     }
 
+    /// The first TCP address clients connect to (the real port when `listen` asked for port 0); an
+    /// error when every listener is a Unix socket.
     pub fn mysql_addr(&self) -> io::Result<SocketAddr> {
         self.proxy.local_addr()
     }
@@ -153,6 +157,8 @@ impl Rttscope {
         }
     }
 
+    /// What the admin API reads (reports, live connections, the emulated link), for callers that
+    /// skip HTTP: tests and embedders.
     pub fn state(&self) -> Arc<AdminState> {
         self.state.clone()
     }

@@ -19,12 +19,21 @@ use crate::relay::{BufferBudget, RelayStats};
 
 /// What `/metrics` reads.
 pub struct Sources {
+    /// Connection, login, protocol-error and desync counters, and the upstream's product for the
+    /// OpenTelemetry families' `db.system.name`.
     pub relay: Arc<RelayStats>,
+    /// The event channel's drop counter: `rttscope_records_dropped_total`.
     pub dropped: Arc<AtomicU64>,
+    /// Relay buffer memory and its budget: the `rttscope_buffer_*` gauges.
     pub buffers: Arc<BufferBudget>,
+    /// Recorded commands: the per-command and per-statement families, read under this lock at
+    /// scrape time.
     pub aggregates: Arc<Mutex<Aggregates>>,
+    /// The findings engine: `rttscope_findings_total`.
     pub findings: Arc<Mutex<FindingsEngine>>,
+    /// Link verdicts and the upstream's RTT: `rttscope_upstream_rtt_seconds`, `rttscope_link_*`.
     pub links: Arc<Mutex<Links>>,
+    /// The emulated link's settings: the `rttscope_inject_*` gauges.
     pub inject: Arc<InjectControl>,
     /// OpenTelemetry's `server.address`: the upstream's host as configured.
     pub server_address: String,

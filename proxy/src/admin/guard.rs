@@ -42,6 +42,7 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// The rules for `admin`; reads need `token` too when `admin.address` is beyond loopback.
     pub fn new(admin: &AdminConfig, token: Option<AdminToken>) -> Guard {
         Guard {
             token,

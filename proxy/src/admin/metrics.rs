@@ -40,15 +40,18 @@ pub struct Families<'a> {
 }
 
 impl<'a> Families<'a> {
+    /// Writes into one collector's `encoder`, during one scrape.
     pub fn new(encoder: DescriptorEncoder<'a>) -> Families<'a> {
         Families { encoder }
     }
 
+    /// A counter without labels; `name` as exposed, with its `_total`.
     pub fn counter(&mut self, name: &str, help: &str, value: impl EncodeCounterValue) -> fmt::Result {
         let metric = self.encoder.encode_descriptor(counter_base(name), help, None, MetricType::Counter)?;
         ConstCounter::new(value).encode(metric)
     }
 
+    /// A gauge without labels, its value as of this scrape.
     pub fn gauge(&mut self, name: &str, help: &str, value: impl EncodeGaugeValue) -> fmt::Result {
         let metric = self.encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
         ConstGauge::new(value).encode(metric)
@@ -68,6 +71,8 @@ impl<'a> Families<'a> {
         Ok(())
     }
 
+    /// A histogram without labels: `h`'s per-bucket counts, which the encoder makes cumulative as
+    /// Prometheus wants, with its sum and count.
     pub fn histogram(&mut self, name: &str, help: &str, h: &BucketHistogram) -> fmt::Result {
         let mut metric = self.encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
         let buckets: Vec<(f64, u64)> = h.buckets().collect();

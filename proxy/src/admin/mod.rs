@@ -39,16 +39,27 @@ use crate::report::{self, Extras, Report};
 
 /// What the admin API reads.
 pub struct AdminState {
+    /// The effective configuration: the guard's rules and the report's scenarios come from it.
     pub config: Arc<Config>,
+    /// What the collector aggregated since start or the last `POST /reset`, shared with it under
+    /// this lock.
     pub aggregates: Arc<Mutex<Aggregates>>,
     /// The recording in slots, for rolling-window reports.
     pub windows: Arc<Mutex<Windows>>,
+    /// The findings engine the collector feeds: reports take their findings from it, `POST /reset`
+    /// clears it.
     pub findings: Arc<Mutex<FindingsEngine>>,
+    /// Recent verdicts on the upstream link (the last 100), for `links[]`; the link collector adds
+    /// them.
     pub links: Arc<Mutex<Links>>,
+    /// The emulated link's live settings: `GET`/`PUT /inject` and `SET RTTSCOPE` read and replace them.
     pub inject: Arc<InjectControl>,
+    /// The relay's lock-free counters, for readers of the state; `/metrics` reads them through its
+    /// own collector.
     pub relay: Arc<RelayStats>,
     /// The open connections, as their tasks describe them.
     pub live: Arc<LiveRegistry>,
+    /// Records the collector lost because its queue was full; becomes `totals.events_dropped`.
     pub dropped: Arc<AtomicU64>,
     /// The CA of rttscope's generated client-side certificate (PEM), if it made one.
     pub tls_ca: Option<String>,
@@ -123,7 +134,8 @@ pub async fn serve(
     server::serve(listener, router, admin, shutdown).await
 }
 
-pub fn router(state: Arc<AdminState>) -> Router {
+/// The routes without the guard: [`serve`] adds it, so nothing else may serve these.
+pub(crate) fn router(state: Arc<AdminState>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/report", get(report_handler))
@@ -180,23 +192,35 @@ fn render(report: &Report, format: ReportFormat) -> Response {
 /// One open connection, as `/connections` shows it.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct LiveConnectionView {
+    /// rttscope's connection id, as in its logs and `connections[].id` of the report.
     pub id: u64,
+    /// The client's `ip:port`, or `unix:<path>` when it came through a Unix socket.
     pub client: String,
+    /// The user it logged in as, or last changed to.
     pub user: String,
+    /// Its default schema; `None` when it has not chosen one.
     pub schema: Option<String>,
+    /// Since the connection was accepted, µs.
     pub open_for_us: u64,
-    /// The command in flight, if any, and for how long.
+    /// The command in flight (`COM_QUERY`, ...); `None` when idle.
     pub current_command: Option<String>,
+    /// How long the command in flight has taken so far, µs; `None` when idle.
     pub current_for_us: Option<u64>,
     /// The statement in flight (normalised), when recording knows it.
     #[serde(default)]
     pub current_statement: Option<String>,
     /// Totals since the connection opened (zero when recording is off).
     pub commands: u64,
+    /// Of them, commands answered with an ERR packet.
     pub errors: u64,
+    /// Request/response exchanges with the server; pipelined commands share one.
     pub round_trips: u64,
+    /// Client → server: the MySQL packet stream, 4-byte packet headers included (before compression
+    /// and TLS).
     pub bytes_up: u64,
+    /// Server → client, counted as `bytes_up` is.
     pub bytes_down: u64,
+    /// Median request-to-last-byte time of its commands, µs (within 1 %: an hdrhistogram).
     pub latency_p50_us: u64,
     /// The latest kernel readings of the upstream and client sockets.
     pub link: Option<LiveLink>,

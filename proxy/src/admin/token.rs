@@ -11,15 +11,32 @@ use rttscope_config::{ADMIN_TOKEN_ENV, AdminConfig, AdminToken};
 /// Why the admin API cannot start with the token settings it has.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
+    /// The API would listen beyond loopback with no token: whoever reaches it could read the
+    /// statements and change the emulated link.
     #[error(
         "admin.address is {addr}, beyond loopback, and no admin token is set: set admin.token, \
          admin.token_file or {ADMIN_TOKEN_ENV} (or bind admin.address to 127.0.0.1, or set admin: off)"
     )]
-    Unprotected { addr: SocketAddr },
+    Unprotected {
+        /// The non-loopback `admin.address` it would bind.
+        addr: SocketAddr,
+    },
+    /// `admin.token_file` is set but unreadable: start refuses rather than run unprotected.
     #[error("cannot read admin.token_file {}: {source}", path.display())]
-    File { path: PathBuf, source: std::io::Error },
+    File {
+        /// The path as configured.
+        path: PathBuf,
+        /// The read error (missing file, permissions).
+        source: std::io::Error,
+    },
+    /// A token was found but is too short, or holds spaces or control characters.
     #[error("{key}: {problem}")]
-    Weak { key: &'static str, problem: String },
+    Weak {
+        /// Where it came from: `RTTSCOPE_ADMIN_TOKEN`, `admin.token_file` or `admin.token`.
+        key: &'static str,
+        /// What is wrong with it, in words ([`AdminToken::problem`]).
+        problem: String,
+    },
 }
 
 /// The token the admin API checks, if any. `env` is the value of `RTTSCOPE_ADMIN_TOKEN`.

@@ -7,10 +7,25 @@ use std::time::Duration;
 /// Why a request to the admin API failed, in words for a terminal.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
+    /// No usable HTTP answer: refused, timed out (30 s), a body that would not read, or a
+    /// reply that was not what the command expected.
     #[error("cannot reach the admin API at {url}: {reason}")]
-    Unreachable { url: String, reason: String },
+    Unreachable {
+        /// The URL asked, base and path.
+        url: String,
+        /// The transport's or the parser's error, in its words.
+        reason: String,
+    },
+    /// An answer outside 2xx: 401 without the token, 400 for a refused `PUT /inject`, ...
     #[error("{url} answered {status}: {body}")]
-    Status { url: String, status: u16, body: String },
+    Status {
+        /// The URL asked, base and path.
+        url: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The admin API's error text, trimmed: it says what was wrong.
+        body: String,
+    },
 }
 
 fn agent() -> ureq::Agent {

@@ -60,14 +60,23 @@ pub fn check_config(file: &Path, settings: &Result<Vec<Setting>, ConfigError>) -
 /// Changes to the emulated link asked for on the command line.
 #[derive(Default)]
 pub struct InjectChanges {
+    /// `--rtt`: replaces `inject.rtt` (each direction gets half).
     pub rtt: Option<HumanDuration>,
+    /// `--jitter`: replaces `inject.jitter`, the delay variation per direction.
     pub jitter: Option<HumanDuration>,
+    /// `--bandwidth`: replaces `inject.bandwidth`, per direction.
     pub bandwidth: Option<Bandwidth>,
+    /// `--window`: replaces `inject.window`, the bytes in flight per round trip.
     pub window: Option<ByteSize>,
+    /// `--loss`: replaces `inject.loss`, the share of segments lost each direction.
     pub loss: Option<Percent>,
+    /// `--user`: replaces `inject.scope.users` when any is given; none keeps the current list.
     pub users: Vec<String>,
+    /// `--schema`: replaces `inject.scope.schemas` when any is given; none keeps the current list.
     pub schemas: Vec<String>,
+    /// `--percent`: replaces `inject.scope.percent`, the share of connections affected.
     pub percent: Option<Percent>,
+    /// `--off`: back to `Inject::default()` (no emulated link); every other change is then ignored.
     pub off: bool,
 }
 

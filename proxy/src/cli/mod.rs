@@ -41,10 +41,13 @@ pub struct Cli {
     /// [default: the config's log.format, else text].
     #[arg(long, value_name = "text|json")]
     pub log_format: Option<LogFormat>,
+    /// A subcommand; `None` runs the proxy itself.
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
+/// The subcommands besides serving: each works on a config file or a running rttscope's admin
+/// API, and forwards no traffic.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check a config file and print the effective configuration.

@@ -12,6 +12,8 @@ use crate::report::{Report, SCHEMA_VERSION, diff, render};
 
 /// Where a report comes from: a JSON file, or a running rttscope's admin API.
 pub enum Source<'a> {
+    /// A JSON report rttscope wrote (`report.path`, a snapshot, `--save`); refused unless its
+    /// `schema_version` is this build's.
     File(&'a Path),
     /// The admin API (its base URL, `http://127.0.0.1:6070`, or its `/report` URL), and
     /// the rolling window to ask for (none: the cumulative report).

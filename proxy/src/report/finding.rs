@@ -10,21 +10,26 @@ use crate::findings::{churn, compression};
 /// A query-pattern finding.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FindingReport {
+    /// Which pattern (`n_plus_one`, `undersized_fetch`, ...); it decides `evidence`'s variant.
     pub kind: Kind,
+    /// From the cost at the reference RTT: `critical` from 10 s, `warning` from 1 s, else `info`.
     pub severity: Severity,
     /// The statement the finding is about (for N+1, the repeated child).
     pub fingerprint_id: String,
+    /// The facts behind it: the keys every kind has, then the kind's own.
     pub evidence: Evidence,
     /// Round trips the pattern cost.
     pub round_trips: u64,
     /// Time of the pattern's own commands in this recording, µs: never more than the wall
     /// time its occurrences covered (`evidence.elapsed_us`).
     pub cost_us: u64,
+    /// The fix, in the words of `driver` when that is known.
     pub suggestion: String,
     /// The client library the suggestion speaks the words of, when the connection attributes
     /// named one rttscope knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// What it would cost over each of `findings.scenarios`' links, in their order.
     pub what_if: Vec<WhatIf>,
     /// Over an emulated link: the projection onto that link beside what it took there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -44,8 +49,9 @@ pub struct Evidence {
     pub occurrences: u64,
     /// Repetitions, fetches, pages or round trips, over all occurrences.
     pub executions: u64,
-    /// The fewest and the most executions of one occurrence.
+    /// The fewest executions one occurrence had.
     pub smallest_occurrence: u64,
+    /// The most executions one occurrence had.
     pub largest_occurrence: u64,
     /// Wall time the occurrences covered, first request to last response of each, µs.
     pub elapsed_us: u64,
@@ -54,7 +60,10 @@ pub struct Evidence {
     /// The time it took (`elapsed_us`; a chatty session's `cost_us`) without the emulated
     /// link and the real path's round trips: where projections start, µs.
     pub base_us: u64,
+    /// Rows returned, over all occurrences.
     pub rows: u64,
+    /// Bytes both ways on the long hop's wire (what projections charge bandwidth for), over all
+    /// occurrences.
     pub bytes: u64,
     /// Of the time of the connections involved, the share the pattern took (0–1).
     pub share_of_connection_time: f64,
@@ -62,6 +71,7 @@ pub struct Evidence {
     pub connections: Vec<u64>,
     /// What the pattern would cost at `reference_rtt_us`, µs: what ranks findings.
     pub projected_at_reference_us: u64,
+    /// `findings.reference_rtt`, µs: the RTT `projected_at_reference_us` assumes.
     pub reference_rtt_us: u64,
     /// The upstream's base RTT where it happened, µs (0: unknown).
     pub observed_rtt_us: u32,
@@ -72,6 +82,7 @@ pub struct Evidence {
     /// `action`, `route`, `framework`, `application`): only the tags they carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<std::collections::BTreeMap<String, String>>,
+    /// The kind's own keys, flattened into this object in JSON (no `detail` key).
     #[serde(flatten)]
     pub detail: EvidenceDetail,
 }
@@ -110,6 +121,7 @@ impl EvidenceDetail {
     }
 }
 
+/// Evidence of `n_plus_one` and `repeated_write`: one statement run over and over.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoopEvidence {
     /// Executions whose values differed from the one before.
@@ -117,24 +129,30 @@ pub struct LoopEvidence {
     /// The query whose result rows the loop's values came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_fingerprint_id: Option<String>,
+    /// The parent's normalised statement; present exactly when `parent_fingerprint_id` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_statement: Option<String>,
 }
 
+/// Evidence of `undersized_fetch`: a cursor read in a few rows per `COM_STMT_FETCH` round trip.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FetchEvidence {
     /// Rows each `COM_STMT_FETCH` asked for.
     pub fetch_size: u32,
 }
 
+/// Evidence of `pagination_loop`: LIMIT/OFFSET pages fetched one after another.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PagesEvidence {
+    /// The LIMIT: rows asked for per page.
     pub page_size: u64,
+    /// Pages fetched, over all occurrences (the finding's `executions`).
     pub pages: u64,
     /// Rows the server read and skipped for the OFFSETs.
     pub offset_rows_rescanned: u64,
 }
 
+/// Evidence of `chatty_session`: many small round trips dense in a short window.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChattyEvidence {
     /// The sliding window the round trips were dense in (`findings.chatty.window`).
@@ -147,7 +165,9 @@ pub struct ChattyEvidence {
 /// save. The finding's `bytes` are its wire bytes, both ways.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompressionEvidence {
+    /// Responses of the statement sampled, as in `queries[].compressibility`.
     pub samples: u64,
+    /// Their bytes sampled: the packet stream, headers included.
     pub sampled_bytes: u64,
     /// `sampled_bytes` compressed with zlib at its default level.
     pub compressed_bytes: u64,
@@ -157,9 +177,12 @@ pub struct CompressionEvidence {
     pub savings: Vec<CompressionSaving>,
 }
 
+/// `evidence.savings[]`: what compressing the long hop would save over one link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompressionSaving {
+    /// A `findings.scenarios` name with a bandwidth, or `the emulated link`.
     pub scenario: String,
+    /// That link's bandwidth, bits per second (a link without one saves nothing, so has no entry).
     pub bandwidth_bps: u64,
     /// Transfer time the bytes compression removes would take at that bandwidth.
     pub saved_us: u64,
@@ -169,11 +192,13 @@ pub struct CompressionSaving {
 /// `cost_us` are its setups'; `executions` is the connections opened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChurnEvidence {
+    /// Connections the application opened: also the finding's `executions`.
     pub connections_opened: u64,
     /// Over the span from the first setup's start to the last one's end.
     pub connections_per_second: f64,
-    /// One setup's time and round trips, on average.
+    /// One setup's time, on average, µs.
     pub setup_avg_us: u64,
+    /// Round trips per setup (the `COM_CONNECT` pseudo-command's), on average.
     pub setup_round_trips_avg: f64,
     /// Every setup's time, summed.
     pub setup_us: u64,
@@ -183,17 +208,24 @@ pub struct ChurnEvidence {
     pub setup_share: f64,
 }
 
+/// `evidence.top_statements[]`: one statement's share of a chatty session's round trips.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatementRoundTrips {
+    /// The normalised statement.
     pub statement: String,
+    /// Its round trips in the session's dense stretches, over all occurrences.
     pub round_trips: u64,
 }
 
 /// What a finding would cost over one scenario's link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WhatIf {
+    /// The scenario's name, from `findings.scenarios`.
     pub scenario: String,
+    /// The scenario's round-trip time, µs, charged once per round trip of the pattern.
     pub rtt_us: u64,
+    /// The scenario's bandwidth, bits per second, charged for the pattern's wire bytes; `None`:
+    /// unlimited.
     pub bandwidth_bps: Option<u64>,
     /// What it took here, µs.
     pub observed_us: u64,
@@ -201,6 +233,7 @@ pub struct WhatIf {
     pub base_us: u64,
     /// What it would cost there, µs.
     pub projected_us: u64,
+    /// The projection in a sentence; over an emulated link it says what the projection started from.
     pub summary: String,
 }
 
@@ -208,11 +241,15 @@ pub struct WhatIf {
 /// against what happened.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EmulationReport {
-    /// The emulated link's RTT and bandwidth (towards the client).
+    /// The emulated link's RTT (both directions' delays) when the pattern ran, µs.
     pub rtt_us: u64,
+    /// Its bandwidth towards the client, bits per second; `None`: unlimited.
     pub bandwidth_bps: Option<u64>,
+    /// The projection onto that link from the pattern's `base_us`, µs.
     pub projected_us: u64,
+    /// What the pattern took over it, µs (as `what_if[].observed_us`).
     pub took_us: u64,
+    /// The two in a sentence: `emulated 15.00 ms RTT: projected 465.20 ms, took 468.90 ms`.
     pub summary: String,
 }
 

@@ -9,6 +9,8 @@ use crate::human::{bytes, count, counted, us};
 
 const CHARTED: usize = 15;
 
+/// `--format html`: totals, findings, what-ifs, link verdicts, charts of the 15 slowest
+/// statements, then every statement and connection; untrusted text escaped for HTML.
 pub fn render_html(r: &Report) -> String {
     let mut o = String::with_capacity(32 * 1024);
     // Writing to a String cannot fail.

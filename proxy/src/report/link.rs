@@ -8,30 +8,47 @@ use crate::link::{LinkLimit, LinkVerdict, Loss};
 /// A verdict on the upstream link: the one limit that held a transfer back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkReport {
+    /// The one limit that held the transfer back; `link` (the path's own bandwidth) is the good case.
     pub limit: LinkLimit,
     /// A second limit that bound at the same time (`loss` beside a window), or null.
     #[serde(default)]
     pub secondary: Option<LinkLimit>,
+    /// The upstream connection, as `connections[].id`.
     pub conn_id: u64,
     /// When the transfer ended, µs on the recording's clock.
     pub at_us: u64,
+    /// Response bytes the transfer moved; 0 for a `latency` verdict on small responses.
     pub bytes: u64,
+    /// First read to last read, µs; for a `latency` verdict, the small responses' latencies summed.
     pub duration_us: u64,
     /// Bytes per second.
     pub throughput: u64,
+    /// The kernel's smoothed RTT of the upstream socket (TCP_INFO), averaged over the transfer's
+    /// readings, µs.
     pub rtt_us: u32,
+    /// The smallest RTT the kernel saw during the transfer (TCP_INFO `min_rtt`), µs: what
+    /// `bytes_per_rtt` is measured over.
     pub base_rtt_us: u32,
     /// Bytes delivered per round trip: the effective window.
     pub bytes_per_rtt: u64,
     /// Largest receive window rttscope advertised.
     pub advertised_window: u64,
+    /// The largest `SO_RCVBUF` of the upstream socket during the transfer (autotuning moves it),
+    /// bytes; 0 for `latency`.
     pub receive_buffer: u64,
+    /// Time the pipe stood empty between reads for less than a round trip (a window's bursts and
+    /// silences), µs; hold-offs and loss stalls not counted.
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// Gaps of several RTTs between reads with nothing in flight: the server producing the result
+    /// slowly.
     pub server_pauses: u32,
+    /// Those pauses' time together, µs.
     pub server_pause_us: u64,
+    /// TCP_INFO readings of the upstream socket behind the verdict; 0 for `latency`.
     pub samples: u32,
+    /// Round trips of the response, or of the thousand small responses a `latency` verdict judges.
     pub round_trips: u64,
     /// Fastest delivery seen on this upstream, or the configured bandwidth (bytes per second).
     pub path_bytes_per_second: Option<u64>,
@@ -40,7 +57,9 @@ pub struct LinkReport {
     /// Loss, duplication and reordering seen during the transfer.
     #[serde(default)]
     pub loss: LossReport,
+    /// The verdict in a sentence, for the renderings and `SHOW RTTSCOPE LINK`.
     pub summary: String,
+    /// What to change, sized from the measured RTT and bandwidth.
     pub fix: String,
 }
 
@@ -49,20 +68,26 @@ pub struct LinkReport {
 pub struct LossReport {
     /// Reads that stood still until a retransmission filled a hole: loss events.
     pub recovery_stalls: u32,
+    /// Those stalls' time together, µs.
     pub recovery_stall_us: u64,
     /// Of them, those as long as a retransmission timeout.
     pub rto_stalls: u32,
-    /// Data segments received from the server, and those that arrived behind a hole.
+    /// Data segments received from the server during the transfer (TCP_INFO `data_segs_in`).
     pub segments_in: u64,
+    /// Of `segments_in`, those that arrived behind a hole (TCP_INFO `rcv_ooopack`): loss or
+    /// reordering.
     pub out_of_order: u64,
     /// Segments that arrived twice (duplicates, needless retransmissions), as the socket
     /// counted the ones it threw away.
     pub duplicates: u64,
-    /// Segments rttscope itself retransmitted, and its retransmission timeouts.
+    /// Segments rttscope itself retransmitted during the transfer (what it sends: queries,
+    /// uploads).
     pub retransmitted: u64,
+    /// rttscope's own retransmission timeouts (TCP_INFO `total_rto`: Linux ≥ 6.7, else 0).
     pub rtos: u64,
-    /// Segments the server reported getting twice (DSACK), and reorderings it revealed.
+    /// Segments the server reported getting twice (DSACK): duplicates of what rttscope sent.
     pub dsack_dups: u64,
+    /// Reorderings of rttscope's segments the server's ACKs revealed (TCP_INFO `reord_seen`).
     pub reord_seen: u64,
     /// Largest segment received, bytes.
     pub mss: u32,

@@ -63,9 +63,14 @@ pub fn write(report: &Report, format: ReportFormat, path: &std::path::Path) -> s
 /// Bumped on any incompatible change to the JSON below.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// A whole report: the schema's top level (`docs/report-schema.md`), what `GET /report`,
+/// `report.path`, the snapshots and `rttscope report --format json` serialise.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// [`SCHEMA_VERSION`] when built here; `rttscope report FILE` refuses any other before parsing
+    /// the rest.
     pub schema_version: u32,
+    /// `rttscope <version>`: the build that wrote the report.
     pub generator: String,
     /// RFC 3339, UTC.
     pub generated_at: String,
@@ -76,12 +81,17 @@ pub struct Report {
     /// it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowReport>,
+    /// Everything recorded in the window; its `events_dropped` comes from [`Extras`], not the
+    /// aggregates.
     pub totals: Totals,
     /// One entry per statement class, by total time, slowest first.
     pub queries: Vec<QueryReport>,
     /// Open connections, then recently closed ones.
     pub connections: Vec<ConnectionReport>,
+    /// Query-pattern findings, by what they would cost at the reference RTT, highest first.
     pub findings: Vec<FindingReport>,
+    /// Verdicts on the upstream link for large transfers, oldest first (the last 100); in a rolling
+    /// report, only those made in the window.
     pub links: Vec<LinkReport>,
     /// The recording and each connection projected onto each scenario's link.
     #[serde(default)]
@@ -91,29 +101,45 @@ pub struct Report {
 /// One scenario's projection of the whole recording and of each connection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WhatIfReport {
+    /// The scenario's name, from `findings.scenarios`.
     pub scenario: String,
+    /// The scenario's round-trip time, µs, charged once per round trip.
     pub rtt_us: u64,
+    /// The scenario's bandwidth, bits per second, charged for the long hop's wire bytes; `None`:
+    /// unlimited.
     pub bandwidth_bps: Option<u64>,
     /// Time in commands, all connections together.
     pub recording: ProjectedTime,
     /// Each connection's time in commands.
     pub connections: Vec<ConnectionProjection>,
+    /// The recording's projection in a sentence, as the text and HTML renderings show it.
     pub summary: String,
 }
 
+/// `what_if[].recording`: time in commands as recorded, beside the same work over a scenario's
+/// link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProjectedTime {
+    /// Time in commands here, µs: each command's request-to-last-byte time, summed.
     pub observed_us: u64,
+    /// The same over the scenario's link, µs: projected from the time without the emulated link
+    /// and the real path's round trips.
     pub projected_us: u64,
 }
 
+/// `what_if[].connections[]`: one connection's time in commands, here and over a scenario's link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectionProjection {
+    /// The connection, as `connections[].id`.
     pub id: u64,
+    /// Its time in commands here (request to last byte, summed), µs.
     pub observed_us: u64,
+    /// Its time in commands over the scenario's link, µs.
     pub projected_us: u64,
 }
 
+/// `queries[]`: one statement class (every execution sharing a fingerprint), or the `other`
+/// bucket that classes past `record.max_fingerprints` fold into.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct QueryReport {
     /// Normalised statement (`select * from t where id = ?`), or the command
@@ -121,9 +147,12 @@ pub struct QueryReport {
     pub fingerprint: String,
     /// 16 hex digits; `0000000000000000` for the `other` bucket.
     pub fingerprint_id: String,
+    /// `select`, `insert`, `update`, `delete`, `replace`, `call`, or `other` (other statements,
+    /// commands without SQL, and the `other` bucket).
     pub kind: String,
     /// Executions (COM_QUERY, COM_STMT_EXECUTE, or the command itself).
     pub count: u64,
+    /// Commands attributed here that got an ERR packet.
     pub errors: u64,
     /// Every request/response exchange, prepares and fetches included.
     pub round_trips: u64,
@@ -131,7 +160,9 @@ pub struct QueryReport {
     pub first_byte_us: LatencySummary,
     /// Request to last response byte: plus the transfer.
     pub latency_us: LatencySummary,
+    /// Rows returned: in total, and by the largest single command.
     pub rows: RowsReport,
+    /// Bytes each way: the MySQL packet stream, and what crossed the long hop's wire.
     pub bytes: BytesReport,
     /// Commands attributed to this statement, by name.
     pub commands: BTreeMap<String, u64>,
@@ -166,8 +197,12 @@ pub struct QueryReport {
 /// compressed protocol's default), off the forwarding path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CompressibilityReport {
+    /// Responses sampled: one large response in 16 per connection, 64 KiB of each past its first
+    /// 16 KiB.
     pub samples: u64,
+    /// Bytes of them sampled: the packet stream, 4-byte headers included.
     pub sampled_bytes: u64,
+    /// What zlib at its default level made of `sampled_bytes`.
     pub compressed_bytes: u64,
     /// `sampled_bytes / compressed_bytes`: 2.0 is 2:1.
     pub ratio: f64,
@@ -178,6 +213,7 @@ pub struct CompressibilityReport {
 /// behind a hole, while they were in flight).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RetransmissionWaits {
+    /// Executions that waited for a retransmission.
     pub count: u64,
     /// Of the executions at or above the statement's p99, how many waited.
     pub at_or_above_p99: u64,
@@ -202,20 +238,31 @@ impl RetransmissionWaits {
     }
 }
 
+/// `queries[].rows`: the rows a statement's result sets returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowsReport {
+    /// Over every execution.
     pub sum: u64,
+    /// By the largest single command.
     pub max: u64,
 }
 
+/// `queries[].bytes` and `connections[].bytes`: payload bytes each way, and what crossed the long
+/// hop's wire.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BytesReport {
+    /// Client → server: the MySQL packet stream, 4-byte packet headers included (before compression
+    /// and TLS).
     pub up: u64,
+    /// Server → client, counted as `up` is.
     pub down: u64,
+    /// The largest single response, bytes; always 0 in `connections[]`.
     pub max_down: u64,
     /// What crossed the long hop's wire, up and down: less than `up`/`down` when it is compressed.
     #[serde(default)]
     pub wire_up: u64,
+    /// Of `down`, what crossed the long hop's wire: compressed frames with their 7-byte headers when
+    /// the upstream leg is compressed, else the same as `down`.
     #[serde(default)]
     pub wire_down: u64,
 }
@@ -240,21 +287,35 @@ impl BytesReport {
     }
 }
 
+/// `connections[]`: one client connection's figures in the window, open or recently closed (the
+/// last 256 closed are kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConnectionReport {
+    /// rttscope's connection id, as in its logs, `/connections` and `links[].conn_id`.
     pub id: u64,
+    /// The client's `ip:port`, or `unix:<path>` when it came through a Unix socket.
     pub client: String,
+    /// The user it logged in as, or last changed to (`COM_CHANGE_USER`).
     pub user: String,
+    /// Its default schema; `None` when it never chose one.
     pub schema: Option<String>,
+    /// Still open when the report was built (then `closed_at_us` is `None`).
     pub open: bool,
     /// Since the start of the window, µs (negative numbers clamp to 0).
     pub opened_at_us: u64,
+    /// When it closed, µs since the window's start (clamped at 0); `None` while open.
     pub closed_at_us: Option<u64>,
+    /// Commands recorded on it, counted as `totals.commands` counts them.
     pub commands: u64,
+    /// Its commands answered with an ERR packet.
     pub errors: u64,
+    /// Request/response exchanges with the server; pipelined commands share one.
     pub round_trips: u64,
+    /// Its commands' request-to-last-byte times.
     pub latency_us: LatencySummary,
+    /// Its bytes each way; `max_down` is always 0.
     pub bytes: BytesReport,
+    /// Rows its commands returned.
     pub rows: u64,
     /// How each leg is carried (TLS version and cipher, compression) and the client library.
     #[serde(default)]
@@ -268,10 +329,13 @@ pub struct Extras {
     pub findings: Vec<Assessed>,
     /// The recent link verdicts, newest last.
     pub links: Vec<LinkVerdict>,
+    /// Records the collector lost because its queue was full; becomes `totals.events_dropped`.
     pub events_dropped: u64,
 }
 
 impl Report {
+    /// A cumulative report: everything in `aggregates` from their start (or last reset) to `now_us`,
+    /// projected onto each of `scenarios`.
     pub fn build(aggregates: &Aggregates, now_us: u64, scenarios: &[Scenario], extras: Extras) -> Report {
         let t = aggregates.totals;
         let since = aggregates.since_us;

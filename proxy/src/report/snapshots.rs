@@ -20,7 +20,11 @@ const PREFIX: &str = "rttscope-report-";
 /// Where and how snapshots are written.
 #[derive(Clone, Debug)]
 pub struct Snapshots {
+    /// `report.dir`, created at the first write; rotation and the clean-up of leftovers assume no
+    /// other process writes there.
     pub dir: PathBuf,
+    /// `report.format`: the rendering, and the file extension (`json`, `txt`, `html`) rotation
+    /// counts by.
     pub format: ReportFormat,
     /// Snapshots kept; older ones are deleted after each write.
     pub keep: usize,

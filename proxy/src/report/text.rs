@@ -14,6 +14,8 @@ use crate::human::{bytes, count, counted, us};
 /// How many statement classes get a detail section.
 const DETAILED: usize = 20;
 
+/// `--format text`: totals, findings by cost, what-ifs, link verdicts, a profile of every
+/// statement class, then the 20 slowest in detail.
 pub fn render_text(r: &Report) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.

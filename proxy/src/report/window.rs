@@ -16,14 +16,18 @@ pub enum WindowKind {
     Rolling,
 }
 
+/// `window`: the stretch of the recording a report covers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowReport {
+    /// The whole recording or a rolling window; decides what `requested_us` and `resolution_us` mean.
     pub kind: WindowKind,
     /// RFC 3339, UTC, to the millisecond.
     pub start: String,
+    /// When the report was built; `start` is this minus the span, so both read the same wall clock.
     pub end: String,
     /// The same instants on the recording's clock, µs.
     pub start_us: u64,
+    /// When the report was built, µs on the recording's clock.
     pub end_us: u64,
     /// What was asked for: the window's length for a rolling report; `end_us - start_us`
     /// for a cumulative one.

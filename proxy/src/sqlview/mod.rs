@@ -42,6 +42,8 @@ pub struct SqlView {
 }
 
 impl SqlView {
+    /// Answers for `state`; `config.allow_set` decides whether `SET RTTSCOPE` may change the emulated
+    /// link.
     pub fn new(state: Arc<AdminState>, config: SqlViewConfig) -> SqlView {
         SqlView { state, config }
     }

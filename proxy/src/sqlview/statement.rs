@@ -22,13 +22,19 @@ pub enum Statement {
 /// The tables `SHOW RTTSCOPE` has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Table {
+    /// Statement classes by total time, slowest first: the report's `queries`.
     Statements,
+    /// Findings, worst first, each with its sentence and its fix.
     Findings,
+    /// The link verdicts of recent large transfers, newest last.
     Link,
+    /// The emulated link's settings, one per row as `SHOW VARIABLES` has them, in the keys
+    /// `SET RTTSCOPE` takes.
     Inject,
 }
 
 impl Table {
+    /// The table names, for error messages (`SHOW RTTSCOPE what? One of ...`).
     pub const NAMES: &'static str = "STATEMENTS, FINDINGS, LINK or INJECT";
 }
 

@@ -19,6 +19,8 @@ td.sql,th.sql{text-align:left;font-family:ui-monospace,monospace;word-break:brea
 .finding.fixed{border-color:#2a8a3e;background:#f3faf4}.finding.unchanged{border-color:#e90;background:#fffaf0}\
 code{font-family:ui-monospace,monospace}svg text{font:11px system-ui,sans-serif;fill:#333}";
 
+/// `rttscope report --diff ... --format html`: the 15 largest changes in time are charted,
+/// statements gone or new included.
 pub fn render_html(d: &ReportDiff) -> String {
     let mut o = String::with_capacity(16 * 1024);
     // Writing to a String cannot fail.

@@ -34,12 +34,19 @@ pub fn render(diff: &ReportDiff, format: ReportFormat) -> Result<String, serde_j
     })
 }
 
+/// What `rttscope report --diff` builds (`docs/report-diff-schema.md`): the first report compared
+/// with the second.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReportDiff {
+    /// [`DIFF_SCHEMA_VERSION`]: versioned apart from the report schema.
     pub diff_schema_version: u32,
+    /// `rttscope <version>`: the build that compared, not the one that wrote either report.
     pub generator: String,
+    /// Where the first report came from.
     pub before: Side,
+    /// Where the second report came from.
     pub after: Side,
+    /// The two recordings' totals.
     pub totals: TotalsDiff,
     /// Statements in both reports, by the size of their change in time, largest first.
     pub statements: Vec<StatementDiff>,
@@ -47,6 +54,7 @@ pub struct ReportDiff {
     pub only_before: Vec<StatementSide>,
     /// Statements only the second report has (new after), by time, slowest first.
     pub only_after: Vec<StatementSide>,
+    /// Findings matched by kind and statement: fixed, new, unchanged.
     pub findings: FindingsDiff,
 }
 
@@ -55,14 +63,18 @@ pub struct ReportDiff {
 pub struct Side {
     /// The file or admin URL it was read from.
     pub source: String,
+    /// That report's own `generated_at` (RFC 3339, UTC).
     pub generated_at: String,
+    /// That report's `window_us`: how long a recording it covers, µs.
     pub window_us: u64,
 }
 
 /// A number before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Change {
+    /// In the first report.
     pub before: u64,
+    /// In the second report.
     pub after: u64,
     /// `after - before`.
     pub change: i64,
@@ -71,6 +83,7 @@ pub struct Change {
 }
 
 impl Change {
+    /// `before` to `after`; a difference that does not fit an `i64` reads as `i64::MAX`.
     pub fn of(before: u64, after: u64) -> Change {
         let change = i64::try_from(i128::from(after) - i128::from(before)).unwrap_or(i64::MAX);
         let ratio = (before > 0).then(|| after as f64 / before as f64);
@@ -78,9 +91,12 @@ impl Change {
     }
 }
 
+/// `totals`: the recordings' totals, before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TotalsDiff {
+    /// Every command recorded (`totals.commands`).
     pub commands: Change,
+    /// Request/response exchanges with the server.
     pub round_trips: Change,
     /// Time in commands, µs.
     pub time_us: Change,
@@ -88,27 +104,42 @@ pub struct TotalsDiff {
     pub bytes: Change,
 }
 
+/// `statements[]`: a statement in both reports, matched by `fingerprint_id`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatementDiff {
+    /// The statement id both reports share (stable across runs and versions).
     pub fingerprint_id: String,
+    /// The normalised statement, as the second report has it.
     pub fingerprint: String,
+    /// Executions (`queries[].count`).
     pub calls: Change,
+    /// Round trips attributed to it, prepares and fetches included.
     pub round_trips: Change,
+    /// Total time to last byte (`queries[].latency_us.sum`), µs.
     pub time_us: Change,
+    /// Payload bytes up and down (`queries[].bytes`).
     pub bytes: Change,
 }
 
 /// A statement that one report alone has.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StatementSide {
+    /// Statement id (`queries[].fingerprint_id`).
     pub fingerprint_id: String,
+    /// The normalised statement.
     pub fingerprint: String,
+    /// Executions (`queries[].count`).
     pub calls: u64,
+    /// Round trips attributed to it, prepares and fetches included.
     pub round_trips: u64,
+    /// Total time to last byte (`queries[].latency_us.sum`), µs.
     pub time_us: u64,
+    /// Payload bytes up and down (`queries[].bytes`).
     pub bytes: u64,
 }
 
+/// `findings`: each side's findings grouped by kind and statement (other applications and
+/// parents summed), then matched.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FindingsDiff {
     /// In the first report, not in the second.
@@ -122,23 +153,36 @@ pub struct FindingsDiff {
 /// A finding on one side: a kind and statement, its occurrences summed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FindingSide {
+    /// The pattern (`n_plus_one`, ...); with `fingerprint_id`, what findings are matched by.
     pub kind: Kind,
+    /// The statement it is about.
     pub fingerprint_id: String,
+    /// The normalised statement.
     pub statement: String,
     /// The costliest occurrence's sentence.
     pub summary: String,
+    /// Round trips over all its occurrences on this side.
     pub round_trips: u64,
+    /// Time of its own commands over all its occurrences on this side, µs: what the lists are sorted
+    /// by.
     pub cost_us: u64,
 }
 
+/// `findings.unchanged[]`: a pattern both reports have, with its cost before and after.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FindingChange {
+    /// The pattern (`n_plus_one`, ...); with `fingerprint_id`, what findings are matched by.
     pub kind: Kind,
+    /// The statement it is about.
     pub fingerprint_id: String,
+    /// The normalised statement, as the second report has it.
     pub statement: String,
     /// The sentence after.
     pub summary: String,
+    /// Round trips it cost, all occurrences summed on each side.
     pub round_trips: Change,
+    /// Time of its own commands, µs, all occurrences summed on each side; `unchanged` is sorted by
+    /// its `after`.
     pub cost_us: Change,
 }
 

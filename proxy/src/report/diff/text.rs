@@ -8,6 +8,8 @@ use super::super::escape::visible as v;
 use super::{Change, FindingSide, ReportDiff, StatementSide, ratio, signed};
 use crate::human::{bytes, count, counted, us};
 
+/// `rttscope report --diff ... --format text`: changes signed (`+1,234`, `-56`) beside their
+/// ratios (`×0.52`, `new`).
 pub fn render_text(d: &ReportDiff) -> String {
     let mut out = String::new();
     // Writing to a String cannot fail.
