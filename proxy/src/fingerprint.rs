@@ -87,12 +87,19 @@ impl FromStr for FingerprintId {
 /// `WITH ... SELECT` is a `Select`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum StatementKind {
+    /// `SELECT`, also after leading `(` or a `WITH` clause.
     Select,
+    /// `INSERT`, including `INSERT ... SELECT`.
     Insert,
+    /// `UPDATE`, also after a `WITH` clause.
     Update,
+    /// `DELETE`, also after a `WITH` clause.
     Delete,
+    /// MySQL's `REPLACE` (delete-then-insert), not the string function.
     Replace,
+    /// A stored-procedure `CALL`.
     Call,
+    /// Anything else: DDL, `SET`, `SHOW`, transaction control, or no keyword at all.
     Other,
 }
 
@@ -123,7 +130,9 @@ pub fn traceparent(value: &[u8]) -> Option<u128> {
 /// `LIMIT count OFFSET offset`. Pages of one pagination loop share an id and differ here.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct Paging {
+    /// Rows per page: the `LIMIT` row count.
     pub count: u64,
+    /// Rows skipped before the page; 0 when the `LIMIT` has no offset.
     pub offset: u64,
 }
 
@@ -131,7 +140,9 @@ pub struct Paging {
 /// binds it to (its index among the statement's placeholders, from 0).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum LimitArg {
+    /// A number written in the SQL text.
     Literal(u64),
+    /// The 0-based index of the `?` placeholder, among all of the statement's placeholders.
     Param(u16),
 }
 
@@ -139,7 +150,9 @@ pub enum LimitArg {
 /// paging of each execution is in the parameters bound to it.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct LimitParams {
+    /// The row count; in `LIMIT offset, count` the second number.
     pub count: LimitArg,
+    /// Rows skipped; `Literal(0)` when the `LIMIT` has no offset.
     pub offset: LimitArg,
 }
 
@@ -171,6 +184,7 @@ pub fn limit_number(canonical: &[u8]) -> Option<u64> {
 /// One statement's fingerprint, borrowing the [`Fingerprinter`]'s buffers until the next call.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Fingerprint<'a> {
+    /// [`hash_value`] of [`Self::text`]: what groups executions of the same statement.
     pub id: FingerprintId,
     /// The normalised text the id hashes.
     pub text: &'a str,
@@ -210,6 +224,7 @@ impl Default for Fingerprinter {
 }
 
 impl Fingerprinter {
+    /// Preallocates 1 KiB of text buffer, so most statements never grow it.
     #[must_use]
     pub fn new() -> Self {
         Self {

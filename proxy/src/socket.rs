@@ -11,32 +11,46 @@ use socket2::SockRef;
 
 use crate::sys::{dropped, queued, tcp_info};
 
+/// One reading of a socket (the one to the server, or a client's); recorded, so fields added
+/// later carry `#[serde(default)]` to read older recordings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkSample {
     /// Smoothed RTT and its variance, µs.
     pub rtt_us: u32,
+    /// `tcpi_rttvar`: RTT mean deviation, µs.
     pub rttvar_us: u32,
+    /// `tcpi_min_rtt`, µs; `None` on kernels without it.
     pub min_rtt_us: Option<u32>,
+    /// Congestion window, segments.
     pub snd_cwnd: u32,
+    /// Send MSS, payload bytes per segment.
     pub snd_mss: u32,
+    /// The kernel's estimate of the peer's MSS, bytes.
     pub rcv_mss: u32,
     /// What receive-buffer autotuning thinks a round trip needs.
     pub rcv_space: u32,
+    /// The clamp the advertised receive window grows towards, bytes.
     pub rcv_ssthresh: u32,
+    /// Receiver-side RTT estimate autotuning uses, µs; 0 until measured.
     pub rcv_rtt_us: u32,
     /// Bytes/s, as the sender measured it.
     pub delivery_rate: Option<u64>,
     /// Sender-side chronographs, µs.
     pub busy_time_us: Option<u64>,
+    /// Time sending was stalled by the peer's receive window, µs; `None` before Linux 4.10.
     pub rwnd_limited_us: Option<u64>,
+    /// Time sending was stalled by our send buffer, µs; `None` before Linux 4.10.
     pub sndbuf_limited_us: Option<u64>,
+    /// Payload bytes the peer acknowledged, ever.
     pub bytes_acked: u64,
+    /// Payload bytes received in order, ever.
     pub bytes_received: u64,
     /// Segments rttscope retransmitted on this socket, ever (what it sends: queries, uploads).
     pub total_retrans: u32,
     /// Segments rttscope currently counts as lost, and its retransmission timeout, µs.
     #[serde(default)]
     pub lost: u32,
+    /// `tcpi_rto`: the current retransmission timeout, µs.
     #[serde(default)]
     pub rto_us: u32,
     /// Unanswered zero-window or keepalive probes right now.
@@ -45,12 +59,14 @@ pub struct LinkSample {
     /// Retransmission timeouts ever, and the time spent in them, µs (Linux ≥ 6.7).
     #[serde(default)]
     pub total_rto: Option<u16>,
+    /// `tcpi_total_rto_time` copied as is: the kernel counts it in ms, not the µs the name says.
     #[serde(default)]
     pub total_rto_time_us: Option<u32>,
     /// Segments the server reported receiving twice (DSACK), and reorderings it showed us
     /// (Linux ≥ 5.4): duplication or needless retransmission of what rttscope sent.
     #[serde(default)]
     pub dsack_dups: Option<u32>,
+    /// `tcpi_reord_seen`: reorderings of our segments detected from the peer's ACKs.
     #[serde(default)]
     pub reord_seen: Option<u32>,
     /// Segments from the server that arrived out of order, ahead of a hole: every loss (and
@@ -60,6 +76,7 @@ pub struct LinkSample {
     /// Data segments received and sent, retransmissions and duplicates included.
     #[serde(default)]
     pub data_segs_in: Option<u32>,
+    /// `tcpi_data_segs_out`: data segments sent, retransmissions included.
     #[serde(default)]
     pub data_segs_out: Option<u32>,
     /// Segments received and thrown away: duplicates of data already had (and, rarely,
@@ -68,12 +85,15 @@ pub struct LinkSample {
     pub dropped: Option<u32>,
     /// The peer's receive window, and the one we advertise (Linux ≥ 6.2).
     pub snd_wnd: Option<u32>,
+    /// `tcpi_rcv_wnd`: the window we advertise, bytes; `None` before Linux 6.2.
     pub rcv_wnd: Option<u32>,
     /// SO_SNDBUF / SO_RCVBUF as they stand (autotuning moves them).
     pub sndbuf: u32,
+    /// `SO_RCVBUF`, bytes, as getsockopt reports it (the kernel's doubled figure).
     pub rcvbuf: u32,
     /// SIOCOUTQ: sent, not yet acknowledged; SIOCINQ: received, not yet read.
     pub outq: u32,
+    /// `SIOCINQ`: bytes received and not yet read.
     pub inq: u32,
 }
 
@@ -101,6 +121,7 @@ pub struct LossCounters {
     pub out_of_order: u32,
     /// Data segments received, duplicates included.
     pub segments_in: u32,
+    /// Payload bytes received in order: divided by the MSS, how many segments the data needed.
     pub bytes_received: u64,
     /// Segments the server said it got twice.
     pub dsack_dups: u32,
@@ -115,6 +136,8 @@ pub struct LossCounters {
 }
 
 impl LossCounters {
+    /// The counters out of a full [`sample`]; `timeout_gaps` starts at 0 for the link probe to
+    /// fill.
     pub fn of(s: &LinkSample) -> LossCounters {
         LossCounters {
             retransmitted: s.total_retrans,
@@ -169,6 +192,8 @@ pub fn loss_counters(socket: &impl AsRawFd) -> io::Result<LossCounters> {
     })
 }
 
+/// A full reading: `TCP_INFO`, `SO_MEMINFO` drops, `SIOCOUTQ`/`SIOCINQ` and both buffer sizes
+/// (several syscalls; [`loss_counters`] is the cheap one).
 pub fn sample<S: AsRawFd>(socket: &S) -> io::Result<LinkSample>
 where
     for<'a> SockRef<'a>: From<&'a S>,

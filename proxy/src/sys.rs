@@ -17,71 +17,139 @@ use std::os::fd::{AsRawFd, RawFd};
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcpInfoRaw {
+    /// `tcpi_state`: the kernel's `TCP_*` state (`include/net/tcp_states.h`), 1 =
+    /// `TCP_ESTABLISHED`.
     pub state: u8,
+    /// `tcpi_ca_state`: congestion-control state, `TCP_CA_Open` (0) … `TCP_CA_Loss` (4).
     pub ca_state: u8,
+    /// `tcpi_retransmits`: consecutive RTO retransmissions of the oldest unacked segment, reset
+    /// when it is acked.
     pub retransmits: u8,
+    /// `tcpi_probes`: zero-window or keepalive probes sent and not yet answered.
     pub probes: u8,
+    /// `tcpi_backoff`: exponential RTO backoff exponent (the RTO is doubled this many times).
     pub backoff: u8,
+    /// `tcpi_options`: `TCPI_OPT_*` bits negotiated at SYN (timestamps, SACK, window scaling, ECN,
+    /// …).
     pub options: u8,
     /// `snd_wscale:4, rcv_wscale:4`.
     pub wscale: u8,
+    /// `tcpi_delivery_rate_app_limited:1, tcpi_fastopen_client_fail:2` bit-fields.
     pub flags: u8,
+    /// `tcpi_rto`: current retransmission timeout, µs.
     pub rto: u32,
+    /// `tcpi_ato`: delayed-ACK timeout, µs.
     pub ato: u32,
+    /// `tcpi_snd_mss`: current send MSS, bytes of payload per segment.
     pub snd_mss: u32,
+    /// `tcpi_rcv_mss`: the kernel's estimate of the peer's MSS, bytes.
     pub rcv_mss: u32,
+    /// `tcpi_unacked`: segments in flight (`packets_out`); on a listener, the accept-queue length.
     pub unacked: u32,
+    /// `tcpi_sacked`: in-flight segments the peer SACKed; on a listener, the accept backlog.
     pub sacked: u32,
+    /// `tcpi_lost`: in-flight segments currently presumed lost.
     pub lost: u32,
+    /// `tcpi_retrans`: retransmitted segments not yet acknowledged.
     pub retrans: u32,
+    /// `tcpi_fackets`: always 0 since Linux 4.15 removed FACK; kept for the layout.
     pub fackets: u32,
+    /// `tcpi_last_data_sent`: ms since the last data segment was sent.
     pub last_data_sent: u32,
+    /// `tcpi_last_ack_sent`: always 0 (the kernel does not track it); kept for the layout.
     pub last_ack_sent: u32,
+    /// `tcpi_last_data_recv`: ms since the last data segment was received.
     pub last_data_recv: u32,
+    /// `tcpi_last_ack_recv`: ms since the last ACK was received.
     pub last_ack_recv: u32,
+    /// `tcpi_pmtu`: path MTU, bytes.
     pub pmtu: u32,
+    /// `tcpi_rcv_ssthresh`: the clamp the advertised receive window grows towards, bytes.
     pub rcv_ssthresh: u32,
+    /// `tcpi_rtt`: smoothed RTT (SRTT), µs.
     pub rtt: u32,
+    /// `tcpi_rttvar`: RTT mean deviation (RTTVAR), µs.
     pub rttvar: u32,
+    /// `tcpi_snd_ssthresh`: slow-start threshold, segments.
     pub snd_ssthresh: u32,
+    /// `tcpi_snd_cwnd`: congestion window, segments.
     pub snd_cwnd: u32,
+    /// `tcpi_advmss`: MSS advertised to the peer, bytes.
     pub advmss: u32,
+    /// `tcpi_reordering`: reordering distance the sender tolerates before calling a segment lost,
+    /// segments.
     pub reordering: u32,
+    /// `tcpi_rcv_rtt`: receiver-side RTT estimate used by receive-buffer autotuning, µs; 0 until
+    /// measured.
     pub rcv_rtt: u32,
+    /// `tcpi_rcv_space`: bytes receive-buffer autotuning estimates one round trip needs.
     pub rcv_space: u32,
+    /// `tcpi_total_retrans`: segments retransmitted over the connection's life.
     pub total_retrans: u32,
+    /// `tcpi_pacing_rate`: current pacing rate, bytes/s.
     pub pacing_rate: u64,
+    /// `tcpi_max_pacing_rate`: `SO_MAX_PACING_RATE`, bytes/s; `u64::MAX` when unset.
     pub max_pacing_rate: u64,
+    /// `tcpi_bytes_acked`: payload bytes the peer acknowledged (RFC 4898
+    /// `tcpEStatsAppHCThruOctetsAcked`).
     pub bytes_acked: u64,
+    /// `tcpi_bytes_received`: payload bytes received in order (RFC 4898
+    /// `tcpEStatsAppHCThruOctetsReceived`).
     pub bytes_received: u64,
+    /// `tcpi_segs_out`: segments sent, pure ACKs and retransmissions included.
     pub segs_out: u32,
+    /// `tcpi_segs_in`: segments received, pure ACKs and duplicates included.
     pub segs_in: u32,
+    /// `tcpi_notsent_bytes`: bytes written to the socket but not yet sent.
     pub notsent_bytes: u32,
+    /// `tcpi_min_rtt`: windowed minimum RTT, µs; `u32::MAX` before the first sample.
     pub min_rtt: u32,
+    /// `tcpi_data_segs_in`: segments received that carried data, duplicates included.
     pub data_segs_in: u32,
+    /// `tcpi_data_segs_out`: segments sent that carried data, retransmissions included.
     pub data_segs_out: u32,
+    /// `tcpi_delivery_rate`: most recent delivery-rate sample, bytes/s (Linux 4.9).
     pub delivery_rate: u64,
+    /// `tcpi_busy_time`: time with data in flight, µs (Linux 4.10).
     pub busy_time: u64,
+    /// `tcpi_rwnd_limited`: time sending was stalled by the peer's receive window, µs.
     pub rwnd_limited: u64,
+    /// `tcpi_sndbuf_limited`: time sending was stalled by our send buffer, µs.
     pub sndbuf_limited: u64,
+    /// `tcpi_delivered`: segments delivered to the peer, retransmissions included.
     pub delivered: u32,
+    /// `tcpi_delivered_ce`: delivered segments the peer echoed as ECN CE-marked.
     pub delivered_ce: u32,
+    /// `tcpi_bytes_sent`: payload bytes sent, retransmissions included.
     pub bytes_sent: u64,
+    /// `tcpi_bytes_retrans`: payload bytes retransmitted.
     pub bytes_retrans: u64,
+    /// `tcpi_dsack_dups`: segments the peer reported, by DSACK, as received twice.
     pub dsack_dups: u32,
+    /// `tcpi_reord_seen`: reordering events the sender detected from the peer's ACKs.
     pub reord_seen: u32,
+    /// `tcpi_rcv_ooopack`: segments received out of order, ahead of a hole.
     pub rcv_ooopack: u32,
+    /// `tcpi_snd_wnd`: the peer's advertised receive window after scaling, bytes.
     pub snd_wnd: u32,
+    /// `tcpi_rcv_wnd`: our advertised receive window after scaling, bytes (Linux 6.2).
     pub rcv_wnd: u32,
+    /// `tcpi_rehash`: path rehash attempts after PLB or RTO timeouts (Linux 6.2).
     pub rehash: u32,
+    /// `tcpi_total_rto`: RTO timeouts ever, SYN/SYN-ACK and recurring ones included.
     pub total_rto: u16,
+    /// `tcpi_total_rto_recoveries`: RTO recoveries entered, an unfinished one included.
     pub total_rto_recoveries: u16,
+    /// `tcpi_total_rto_time`: time spent in RTO recoveries, ms (not µs), an unfinished one
+    /// included.
     pub total_rto_time: u32,
 }
 
 /// `TCP_INFO` and how many of its bytes the kernel filled.
 pub struct TcpInfo {
+    /// The struct as filled; fields past [`Self::len`] are left zeroed, not read.
     pub raw: TcpInfoRaw,
+    /// Bytes the kernel wrote (getsockopt's `optlen`): older kernels stop short of the end.
     pub len: usize,
 }
 
@@ -91,22 +159,27 @@ impl TcpInfo {
         self.len >= offset + size
     }
 
+    /// `snd_wnd` and `rcv_wnd` (Linux 6.2), judged by `rcv_wnd`, the later of the two.
     pub fn has_windows(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, rcv_wnd), 4)
     }
 
+    /// `busy_time`, `rwnd_limited`, `sndbuf_limited` (Linux 4.10).
     pub fn has_limit_timers(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, sndbuf_limited), 8)
     }
 
+    /// `delivery_rate` (Linux 4.9).
     pub fn has_delivery_rate(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, delivery_rate), 8)
     }
 
+    /// `min_rtt`; without it there is only the smoothed `rtt`.
     pub fn has_min_rtt(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, min_rtt), 4)
     }
 
+    /// `data_segs_in` and `data_segs_out`, judged by the later one.
     pub fn has_data_segs(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, data_segs_out), 4)
     }
@@ -122,6 +195,7 @@ impl TcpInfo {
     }
 }
 
+/// `getsockopt(IPPROTO_TCP, TCP_INFO)`: one syscall, no allocation.
 pub fn tcp_info(socket: &impl AsRawFd) -> io::Result<TcpInfo> {
     let fd: RawFd = socket.as_raw_fd();
     let mut raw = TcpInfoRaw::default();

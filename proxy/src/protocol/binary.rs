@@ -6,19 +6,33 @@ use super::packets::lenenc_int;
 
 /// Column/parameter type codes (`enum_field_types`).
 pub mod types {
+    /// Pre-5.0 `DECIMAL`; sent, like `NEWDECIMAL`, as a length-encoded decimal string.
     pub const MYSQL_TYPE_DECIMAL: u8 = 0x00;
+    /// `TINYINT`: 1 byte in the binary protocol.
     pub const MYSQL_TYPE_TINY: u8 = 0x01;
+    /// `SMALLINT`: 2 bytes little-endian.
     pub const MYSQL_TYPE_SHORT: u8 = 0x02;
+    /// `INT`: 4 bytes little-endian.
     pub const MYSQL_TYPE_LONG: u8 = 0x03;
+    /// `FLOAT`: 4-byte IEEE 754 single.
     pub const MYSQL_TYPE_FLOAT: u8 = 0x04;
+    /// `DOUBLE`: 8-byte IEEE 754 double.
     pub const MYSQL_TYPE_DOUBLE: u8 = 0x05;
+    /// A parameter bound as NULL: no value bytes.
     pub const MYSQL_TYPE_NULL: u8 = 0x06;
+    /// `TIMESTAMP`: a length byte (0, 4, 7 or 11), then date, time and microseconds.
     pub const MYSQL_TYPE_TIMESTAMP: u8 = 0x07;
+    /// `BIGINT`: 8 bytes little-endian.
     pub const MYSQL_TYPE_LONGLONG: u8 = 0x08;
+    /// `MEDIUMINT`: sent as 4 bytes in the binary protocol, not 3.
     pub const MYSQL_TYPE_INT24: u8 = 0x09;
+    /// `DATE`: a length byte (0 or 4), then year, month, day.
     pub const MYSQL_TYPE_DATE: u8 = 0x0a;
+    /// `TIME`: a length byte (0, 8 or 12), then sign, days, hours, minutes, seconds, microseconds.
     pub const MYSQL_TYPE_TIME: u8 = 0x0b;
+    /// `DATETIME`: laid out like `MYSQL_TYPE_TIMESTAMP`.
     pub const MYSQL_TYPE_DATETIME: u8 = 0x0c;
+    /// `YEAR`: 2 bytes little-endian in the binary protocol.
     pub const MYSQL_TYPE_YEAR: u8 = 0x0d;
 }
 
@@ -32,10 +46,13 @@ pub const UNSIGNED_FLAG: u16 = 0x20;
 /// One parameter of an execute, as far as it could be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param<'a> {
+    /// SQL NULL: its bit set in the NULL bitmap, or type `MYSQL_TYPE_NULL`.
     Null,
     /// An integer, already in decimal text form (`buf` holds the digits).
     Int {
+        /// Decimal digits, `-` first when negative; only the first `len` bytes count.
         buf: [u8; 20],
+        /// How many bytes of `buf` hold the number (at most 20, the width of `i64::MIN`).
         len: u8,
     },
     /// Strings, decimals, blobs, JSON: the bytes as sent.

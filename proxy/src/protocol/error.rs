@@ -6,22 +6,60 @@ pub use super::peer::Peer;
 /// only that one.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
+    /// A packet header's sequence id is not the one the exchange calls for (a client command
+    /// starts at 0; every later packet of the exchange is one higher, mod 256).
     #[error("{from} sent a packet out of order: expected sequence id {expected}, got {got}")]
-    OutOfOrder { from: Peer, expected: u8, got: u8 },
+    OutOfOrder {
+        /// The sender; picks the metric label (`client_sequence`/`upstream_sequence`).
+        from: Peer,
+        /// The previous packet's sequence id plus one (0 for a new command).
+        expected: u8,
+        /// The sequence id in the packet header.
+        got: u8,
+    },
+    /// A packet too short or inconsistent to read the fields the state machine needs.
     #[error("malformed {what} from {from}: {why}")]
-    Malformed { from: Peer, what: &'static str, why: &'static str },
+    Malformed {
+        /// The sender; picks the metric label (`client_malformed`/`upstream_malformed`).
+        from: Peer,
+        /// The packet being read, in words (`server greeting`, `EOF packet`).
+        what: &'static str,
+        /// What was wrong with it, in words (`truncated`, `unterminated user name`).
+        why: &'static str,
+    },
+    /// The greeting's first byte, its protocol version, is not 10 (HandshakeV10): a server
+    /// older than MySQL 3.21, or not MySQL at all.
     #[error("server greeting uses protocol version {0}; only version 10 is supported")]
     ProtocolVersion(u8),
+    /// The client sent an SSLRequest (a 32-byte HandshakeResponse41 with `CLIENT_SSL`) to a
+    /// listener that offers no TLS.
     #[error("client asked for TLS, which this rttscope does not offer (listen.tls.mode: off); connect without TLS")]
     TlsRequested,
+    /// The handshake response lacks `CLIENT_PROTOCOL_41`: a HandshakeResponse320 client.
     #[error("client uses the pre-4.1 protocol, which rttscope does not support")]
     PreProtocol41,
+    /// A server packet other than ERR arrived with no command pending (after a command
+    /// rttscope does not know, stray packets are tolerated instead).
     #[error("upstream sent a packet (first byte {first:#04x}) while no command was pending")]
-    Unsolicited { first: u8 },
+    Unsolicited {
+        /// The packet's first payload byte, its header (`0x00` OK, `0xFE` EOF, ...), for the log.
+        first: u8,
+    },
+    /// The peer's stream ended partway through a packet header or payload.
     #[error("{0} closed the connection in the middle of a packet")]
     Truncated(Peer),
+    /// A connection-phase packet (greeting, handshake response, auth exchange) whose header
+    /// declares more than [`MAX_HANDSHAKE_LEN`](super::handshake::MAX_HANDSHAKE_LEN): refused
+    /// before it is buffered.
     #[error("{from} sent a {len}-byte handshake packet; at most {max} bytes are accepted")]
-    HandshakeTooLarge { from: Peer, len: usize, max: usize },
+    HandshakeTooLarge {
+        /// The sender: `Upstream` for the greeting and auth requests, `Client` for its answers.
+        from: Peer,
+        /// The payload length the packet header declared, bytes.
+        len: usize,
+        /// The bound in force, bytes.
+        max: usize,
+    },
 }
 
 impl DecodeError {

@@ -59,6 +59,8 @@ impl Chunk for &mut [u8] {
     }
 }
 
+/// The framing state of one direction of one connection; it keeps a partial header and up to
+/// [`PREFIX_LEN`] payload bytes between chunks, nothing more.
 #[derive(Debug, Default)]
 pub struct PacketScanner {
     header: [u8; 4],
@@ -91,6 +93,7 @@ impl Default for Prefix {
 }
 
 impl PacketScanner {
+    /// Positioned at a packet boundary: the next byte fed must be a packet header's first.
     pub fn new() -> Self {
         Self::default()
     }

@@ -17,10 +17,14 @@ pub const MAX_HANDSHAKE_LEN: usize = 1 << 20;
 /// The server's greeting, with where its capability bits sit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeV10 {
+    /// The NUL-terminated version string (`8.0.36`, `5.5.5-10.11.6-MariaDB`), lossily decoded as
+    /// UTF-8.
     pub server_version: String,
+    /// The server's thread id for this connection: what `KILL` and `CONNECTION_ID()` name.
     pub connection_id: u32,
     /// Classic flags in the low 32 bits, MariaDB's extended ones above.
     pub capabilities: u64,
+    /// The default auth plugin (`caching_sha2_password`, ...); empty without `CLIENT_PLUGIN_AUTH`.
     pub auth_plugin: String,
     caps_low_at: usize,
     caps_high_at: Option<usize>,
@@ -38,6 +42,8 @@ fn text(bytes: &[u8]) -> String {
 }
 
 impl HandshakeV10 {
+    /// Reads a greeting payload; a greeting that stops after the low capability bits is legal and
+    /// yields only those. Only protocol version 10 is accepted.
     pub fn parse(payload: &[u8]) -> Result<HandshakeV10, DecodeError> {
         let bad = |why| DecodeError::malformed(Peer::Upstream, "server greeting", why);
         let version = *payload.first().ok_or_else(|| bad("empty packet"))?;
@@ -128,9 +134,14 @@ fn write_u32(buf: &mut [u8], at: usize, v: u32) {
 /// The client's answer to the greeting.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandshakeResponse41 {
+    /// The client's flags, MariaDB's extended ones in the high 32 bits when `CLIENT_MYSQL` is
+    /// clear.
     pub capabilities: u64,
+    /// The login name, lossily decoded as UTF-8.
     pub user: String,
+    /// The initial schema (`CLIENT_CONNECT_WITH_DB`); `None` when absent or empty.
     pub schema: Option<String>,
+    /// The plugin that computed the auth response (`CLIENT_PLUGIN_AUTH`); `None` without the flag.
     pub auth_plugin: Option<String>,
     /// Connection attributes (`_client_name`, `program_name`, ...), the first
     /// [`MAX_ATTRIBUTES`] of them.
@@ -156,6 +167,8 @@ pub fn is_ssl_request(payload: &[u8]) -> bool {
 }
 
 impl HandshakeResponse41 {
+    /// Reads a client's first packet after TLS, if any: fails on an SSLRequest (see
+    /// [`is_ssl_request`]) and on a pre-4.1 client.
     pub fn parse(payload: &[u8]) -> Result<HandshakeResponse41, DecodeError> {
         let bad = |why| DecodeError::malformed(Peer::Client, "handshake response", why);
         let low = u32_at(payload, 0).ok_or_else(|| bad("shorter than its capability flags"))?;

@@ -35,9 +35,14 @@ pub fn u32_at(buf: &[u8], at: usize) -> Option<u32> {
 /// the state machine and the records use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OkPacket {
+    /// Rows changed by the statement (or matched, with `CLIENT_FOUND_ROWS`); a length-encoded
+    /// integer.
     pub affected_rows: u64,
+    /// The `AUTO_INCREMENT` value the statement generated, 0 if none; a length-encoded integer.
     pub last_insert_id: u64,
+    /// Server status flags (`SERVER_*`, see [`status`](super::constants::status)).
     pub status: u16,
+    /// Warnings the statement raised, as `SHOW WARNINGS` would list.
     pub warnings: u16,
 }
 
@@ -108,11 +113,16 @@ pub fn column_type(prefix: &[u8]) -> Option<(u8, u16)> {
 /// The error code and SQL state of an ERR packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ErrPacket {
+    /// The server error number (`1062` for a duplicate key; `0xFFFF` a MariaDB progress report).
     pub code: u16,
+    /// The five-character SQLSTATE after the `#` marker; `HY000` when the packet has none.
     pub sql_state: [u8; 5],
 }
 
 impl ErrPacket {
+    /// Reads header byte, code and optional `#`-prefixed SQL state from an ERR_Packet's first
+    /// bytes;
+    /// `None` when fewer than 3 bytes (or a cut-off SQL state) arrived.
     pub fn parse(prefix: &[u8]) -> Option<ErrPacket> {
         let code = u16_at(prefix, 1)?;
         let sql_state = match prefix.get(3) {

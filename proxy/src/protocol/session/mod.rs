@@ -37,6 +37,7 @@ pub const CONNECT: u8 = COM_CONNECT;
 /// A client command as it arrived, for observers.
 #[derive(Debug)]
 pub struct CommandPacket<'a> {
+    /// The command byte (`COM_*`, see [`command`]), or [`CONNECT`].
     pub command: u8,
     /// The payload after the command byte, up to the capture limit.
     pub payload: &'a [u8],
@@ -50,14 +51,19 @@ pub struct CommandPacket<'a> {
 /// A prepared statement announced by a `COM_STMT_PREPARE` OK.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PreparedStatement {
+    /// The statement id the server assigned: what COM_STMT_EXECUTE, COM_STMT_FETCH and
+    /// COM_STMT_CLOSE name.
     pub id: u32,
+    /// Number of `?` placeholders: how many parameters each COM_STMT_EXECUTE binds.
     pub params: u16,
+    /// Result columns COM_STMT_PREPARE_OK announced; 0 for a statement that returns no rows.
     pub columns: u16,
 }
 
 /// What one command and its response amounted to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// The command byte (`COM_*`), or [`CONNECT`] for the connection phase.
     pub command: u8,
     /// Request/response exchanges: the times the client waited for the
     /// server. 1, plus one for every time the client spoke again after the
@@ -65,22 +71,33 @@ pub struct Summary {
     /// reply); 0 for a command with no reply, or one pipelined behind
     /// others still unanswered (it shares their wait).
     pub round_trips: u32,
+    /// Client-to-server bytes of the plain protocol, 4-byte packet headers included (before
+    /// compression or TLS).
     pub bytes_up: u64,
+    /// Server-to-client bytes, counted like `bytes_up`.
     pub bytes_down: u64,
     /// Result sets and OK packets in the response (more than one for
     /// multi-statements and stored procedures).
     pub results: u32,
+    /// Rows in all result sets of the response (text, binary or COM_STMT_FETCH rows).
     pub rows: u64,
     /// Columns of the first result set.
     pub columns: u32,
+    /// Sum of the OK packets' affected-row counts.
     pub affected_rows: u64,
+    /// The last non-zero `last_insert_id` among the OK packets; 0 if none.
     pub last_insert_id: u64,
+    /// Sum of the warning counts of every OK, EOF and COM_STMT_PREPARE_OK in the response.
     pub warnings: u32,
     /// Status flags of the last OK/EOF; `None` when the response had neither (an ERR, or no
     /// response at all).
     pub status: Option<u16>,
+    /// The ERR_Packet that ended the response; MariaDB progress reports are not errors.
     pub error: Option<ErrPacket>,
+    /// The statement a COM_STMT_PREPARE created, from its COM_STMT_PREPARE_OK.
     pub statement: Option<PreparedStatement>,
+    /// The server sent a LOCAL INFILE Request (0xFB): the client uploaded a file, or an empty
+    /// packet to refuse.
     pub local_infile: bool,
     /// The state machine lost its place in this response (see [`Observer::desync`]):
     /// the counts above are what it saw before.
@@ -305,6 +322,8 @@ impl Session {
         session
     }
 
+    /// The capability flags negotiated with the client (its asks within what rttscope offered):
+    /// what decides the shape of the packets the state machine reads.
     pub fn capabilities(&self) -> u64 {
         self.caps
     }
@@ -369,6 +388,8 @@ impl Session {
         self.renumber_upstream = on;
     }
 
+    /// Turns on or off the bookkeeping [`take_command_starts`](Self::take_command_starts) drains
+    /// (off by default).
     pub fn track_command_starts(&mut self, on: bool) {
         self.track_starts = on;
     }
