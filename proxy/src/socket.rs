@@ -56,14 +56,14 @@ pub struct LinkSample {
     /// Unanswered zero-window or keepalive probes right now.
     #[serde(default)]
     pub probes: u8,
-    /// Retransmission timeouts ever, and the time spent in them, µs (Linux ≥ 6.7).
+    /// Retransmission timeouts ever (Linux ≥ 6.7).
     #[serde(default)]
     pub total_rto: Option<u16>,
-    /// `tcpi_total_rto_time` copied as is: the kernel counts it in ms, not the µs the name says.
+    /// `tcpi_total_rto_time`: ms spent in RTO recoveries, an unfinished one included.
     #[serde(default)]
-    pub total_rto_time_us: Option<u32>,
+    pub total_rto_time_ms: Option<u32>,
     /// Segments the server reported receiving twice (DSACK), and reorderings it showed us
-    /// (Linux ≥ 5.4): duplication or needless retransmission of what rttscope sent.
+    /// (Linux ≥ 4.19): duplication or needless retransmission of what rttscope sent.
     #[serde(default)]
     pub dsack_dups: Option<u32>,
     /// `tcpi_reord_seen`: reorderings of our segments detected from the peer's ACKs.
@@ -223,7 +223,7 @@ where
         rto_us: r.rto,
         probes: r.probes,
         total_rto: info.has_rto_totals().then_some(r.total_rto),
-        total_rto_time_us: info.has_rto_totals().then_some(r.total_rto_time),
+        total_rto_time_ms: info.has_rto_totals().then_some(r.total_rto_time),
         dsack_dups: info.has_reordering_counts().then_some(r.dsack_dups),
         reord_seen: info.has_reordering_counts().then_some(r.reord_seen),
         rcv_ooopack: info.has_reordering_counts().then_some(r.rcv_ooopack),

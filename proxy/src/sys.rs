@@ -184,7 +184,7 @@ impl TcpInfo {
         self.has(offset_of!(TcpInfoRaw, data_segs_out), 4)
     }
 
-    /// `dsack_dups` and `reord_seen` (Linux 5.4), `rcv_ooopack` (5.4).
+    /// `dsack_dups` and `reord_seen` (Linux 4.19), `rcv_ooopack` (5.4).
     pub fn has_reordering_counts(&self) -> bool {
         self.has(offset_of!(TcpInfoRaw, rcv_ooopack), 4)
     }

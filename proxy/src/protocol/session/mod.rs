@@ -379,8 +379,6 @@ impl Session {
         self.server_status = status;
     }
 
-    /// Asks the session to note where in the client's stream each command starts
-    /// ([`take_command_starts`](Self::take_command_starts)).
     /// Renumber the server's packets to the plain protocol's sequence ids as they are
     /// scanned (with [`PacketScanner::scan_mut`](super::PacketScanner::scan_mut)); for a
     /// compressed upstream.
@@ -388,8 +386,8 @@ impl Session {
         self.renumber_upstream = on;
     }
 
-    /// Turns on or off the bookkeeping [`take_command_starts`](Self::take_command_starts) drains
-    /// (off by default).
+    /// Asks the session to note where in the client's stream each command starts, for
+    /// [`take_command_starts`](Self::take_command_starts) to drain (off by default).
     pub fn track_command_starts(&mut self, on: bool) {
         self.track_starts = on;
     }
