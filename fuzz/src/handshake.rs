@@ -5,7 +5,9 @@
 //! relay forwards rewritten packets, so a rewrite that moved anything else
 //! would break logins.
 
-use rttscope::protocol::constants::capability::{CLIENT_MYSQL, CLIENT_PLUGIN_AUTH, MASKED, PER_LEG};
+use rttscope::protocol::constants::capability::{
+    CLIENT_MYSQL, CLIENT_PLUGIN_AUTH, CLIENT_ZSTD_COMPRESSION_ALGORITHM, MASKED, PER_LEG,
+};
 use rttscope::protocol::handshake::{HandshakeResponse41, HandshakeV10, negotiated};
 
 use super::Input;
@@ -69,9 +71,15 @@ fn response(payload: &[u8], mask: u64) -> Option<u64> {
     );
     let again = HandshakeResponse41::parse(&rewritten).expect("a rewritten handshake response parses again");
     // What the rewrite says it wrote is what the packet says: the asked-for capabilities,
-    // less MariaDB's extended bits when CLIENT_MYSQL leaves them no room.
+    // less MariaDB's extended bits when CLIENT_MYSQL leaves them no room, and less the flags
+    // of fields the packet lacks when a zstd level follows them.
     let representable = if caps & CLIENT_MYSQL == 0 { caps } else { caps & u64::from(u32::MAX) };
-    assert_eq!(parsed.capabilities, representable);
+    let appended = representable & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0;
+    let expected = if appended { representable & !before.absent_fields() } else { representable };
+    assert_eq!(parsed.capabilities, expected);
+    if appended {
+        assert_eq!(again.zstd_level, Some(level), "the level is read where it was written");
+    }
     assert_eq!(again.capabilities, parsed.capabilities);
     assert_eq!((&again.user, &again.schema, &again.auth_plugin), (&before.user, &before.schema, &before.auth_plugin));
     assert_eq!(again.attributes, before.attributes);

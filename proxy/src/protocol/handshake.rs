@@ -37,6 +37,18 @@ fn cstr(buf: &[u8], at: usize) -> Option<(&[u8], usize)> {
     Some((&tail[..nul], at + nul + 1))
 }
 
+/// A NUL-terminated string at `at` as the server reads the last fields of a handshake
+/// response: its read buffer holds a NUL past the packet's end, so a string the packet
+/// leaves unterminated runs to the end. `None` when the packet ends before it; else the
+/// string, where the next field starts, and whether the packet terminated it.
+fn cstr_or_rest(buf: &[u8], at: usize) -> Option<(&[u8], usize, bool)> {
+    let tail = buf.get(at..).filter(|t| !t.is_empty())?;
+    Some(match tail.iter().position(|&b| b == 0) {
+        Some(nul) => (&tail[..nul], at + nul + 1, true),
+        None => (tail, buf.len(), false),
+    })
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -151,6 +163,11 @@ pub struct HandshakeResponse41 {
     /// Where the fields after the connection attributes begin (the zstd level),
     /// or the end of the payload when the attributes could not be walked.
     attributes_end: usize,
+    /// Flags among `CLIENT_CONNECT_WITH_DB`, `CLIENT_PLUGIN_AUTH` and `CLIENT_CONNECT_ATTRS`
+    /// whose field the packet ends before: the server reads those as absent.
+    absent: u64,
+    /// The packet ends inside its schema or plugin name, with no NUL.
+    unterminated: bool,
 }
 
 /// Connection attributes kept from a handshake response.
@@ -199,22 +216,32 @@ impl HandshakeResponse41 {
             0
         };
         at = at.checked_add(auth_len).filter(|&end| end <= payload.len()).ok_or_else(|| bad("truncated auth data"))?;
+        let (mut absent, mut unterminated) = (0, false);
         let mut schema = None;
         if capabilities & CLIENT_CONNECT_WITH_DB != 0 {
             // Some clients set the flag and end the packet without a schema.
-            if let Some((db, next)) = cstr(payload, at) {
-                schema = Some(text(db)).filter(|s| !s.is_empty());
-                at = next;
+            match cstr_or_rest(payload, at) {
+                Some((db, next, terminated)) => {
+                    schema = Some(text(db)).filter(|s| !s.is_empty());
+                    (at, unterminated) = (next, !terminated);
+                }
+                None => absent |= CLIENT_CONNECT_WITH_DB,
             }
         }
         let mut auth_plugin = None;
-        if capabilities & CLIENT_PLUGIN_AUTH != 0
-            && let Some((name, next)) = cstr(payload, at)
-        {
-            auth_plugin = Some(text(name));
-            at = next;
+        if capabilities & CLIENT_PLUGIN_AUTH != 0 {
+            match cstr_or_rest(payload, at) {
+                Some((name, next, terminated)) => {
+                    auth_plugin = Some(text(name));
+                    (at, unterminated) = (next, !terminated);
+                }
+                None => absent |= CLIENT_PLUGIN_AUTH,
+            }
         }
         let (attributes, attributes_end) = if capabilities & CLIENT_CONNECT_ATTRS != 0 {
+            if at >= payload.len() {
+                absent |= CLIENT_CONNECT_ATTRS;
+            }
             attributes(payload, at).unwrap_or((Vec::new(), payload.len()))
         } else {
             (Vec::new(), at.min(payload.len()))
@@ -230,7 +257,15 @@ impl HandshakeResponse41 {
             attributes,
             zstd_level,
             attributes_end,
+            absent,
+            unterminated,
         })
+    }
+
+    /// The flags among `CLIENT_CONNECT_WITH_DB`, `CLIENT_PLUGIN_AUTH` and
+    /// `CLIENT_CONNECT_ATTRS` that promise a field the packet ends before.
+    pub fn absent_fields(&self) -> u64 {
+        self.absent
     }
 
     /// The value of connection attribute `key`.
@@ -244,16 +279,31 @@ impl HandshakeResponse41 {
     /// With `CLIENT_MYSQL` set the packet has no room for MariaDB's extended bits (the
     /// reserved bytes are not read then), so they are dropped: `capabilities` afterwards is
     /// what the packet says, never more (found by the `handshake` fuzz target).
+    ///
+    /// A level appended to a packet that ends early would be read as a field the flags
+    /// promise and the packet lacks. So before one is appended, an unterminated last string
+    /// gets its NUL and the flags of absent fields are cleared: the server reads the
+    /// result as it read the original (a missing plugin name: MariaDB clears
+    /// `CLIENT_PLUGIN_AUTH` itself, "some clients lie"; a missing schema or attribute block
+    /// is empty), with the level where it looks for it (found by the `handshake` fuzz
+    /// target: a level of 0 became an empty plugin name).
     pub fn rewrite(&mut self, payload: &mut Vec<u8>, capabilities: u64, zstd_level: Option<u8>) {
-        let capabilities =
+        let mut capabilities =
             if capabilities & CLIENT_MYSQL == 0 { capabilities } else { capabilities & u64::from(u32::MAX) };
+        let level = zstd_level.filter(|_| capabilities & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0);
+        payload.truncate(self.attributes_end.min(payload.len()));
+        if level.is_some() {
+            if std::mem::take(&mut self.unterminated) {
+                payload.push(0);
+                self.attributes_end = payload.len();
+            }
+            capabilities &= !std::mem::take(&mut self.absent);
+        }
         self.capabilities = capabilities;
         write_u32(payload, 0, capabilities as u32);
         if capabilities & CLIENT_MYSQL == 0 {
             write_u32(payload, RESPONSE_EXT_CAPS_AT, (capabilities >> 32) as u32);
         }
-        let level = zstd_level.filter(|_| capabilities & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0);
-        payload.truncate(self.attributes_end.min(payload.len()));
         payload.extend(level);
         self.zstd_level = level;
     }
