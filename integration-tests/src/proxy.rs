@@ -40,6 +40,17 @@ pub fn test_config() -> Config {
     }
 }
 
+/// rttscope in-process in front of `upstream` (a fake server, a dead address, a TLS or
+/// compressing server of the test's own), with [`test_config`]'s ports and token, a 1 s
+/// shutdown grace so dropping it is quick, and then whatever `tweak` sets.
+pub fn proxy_to(upstream: SocketAddr, tweak: impl FnOnce(&mut Config)) -> TestProxy {
+    let mut config = test_config();
+    config.upstream = upstream.into();
+    config.limits.shutdown_grace = rttscope_config::HumanDuration::from_secs(1);
+    tweak(&mut config);
+    TestProxy::with_config(config)
+}
+
 impl TestProxy {
     /// rttscope with its defaults, in front of the test server.
     pub fn start() -> TestProxy {

@@ -8,26 +8,15 @@ use std::net::SocketAddr;
 use mysql_async::prelude::*;
 use rttscope::findings::Kind;
 use rttscope::report::Report;
-use rttscope_config::{Config, ListenTlsMode};
+use rttscope_config::ListenTlsMode;
 use rttscope_integration_tests::clients::{self, assert_same, conn_args};
 use rttscope_integration_tests::fake_upstream::capture_greeting;
 use rttscope_integration_tests::legs::{admin_get, assert_in_step};
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb, TlsDb};
-use rttscope_integration_tests::proxy::TestProxy;
+use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 const CLIENT_SSL: u64 = 1 << 11;
 const MARIADB_CLIENT_STMT_BULK_OPERATIONS: u64 = 1 << 34;
-
-fn proxy_to(upstream: SocketAddr, configure: impl FnOnce(&mut Config)) -> TestProxy {
-    let mut config = Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: upstream.into(),
-        ..Config::default()
-    };
-    configure(&mut config);
-    TestProxy::with_config(config)
-}
 
 /// What a `HandshakeV10` says, less what differs between two connections (the connection
 /// id and the auth nonce).

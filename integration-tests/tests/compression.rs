@@ -20,21 +20,9 @@ use rttscope_integration_tests::legs::{
 };
 use rttscope_integration_tests::mariadb::{Account, DB, NATIVE, TLS_NATIVE, TestDb, TlsDb};
 use rttscope_integration_tests::process::ProxyProcess;
-use rttscope_integration_tests::proxy::TestProxy;
+use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 const NO_HANG: Duration = Duration::from_secs(120);
-
-/// rttscope in front of `upstream`, its config changed by `configure`.
-fn proxy_to(upstream: SocketAddr, configure: impl FnOnce(&mut Config)) -> TestProxy {
-    let mut config = Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: upstream.into(),
-        ..Config::default()
-    };
-    configure(&mut config);
-    TestProxy::with_config(config)
-}
 
 fn compression(mode: UpstreamCompression) -> impl FnOnce(&mut Config) {
     move |c| c.upstream.compression = mode

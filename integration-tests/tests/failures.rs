@@ -8,40 +8,22 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, OptsBuilder};
-use rttscope_config::{Config, HumanDuration};
+use mysql_async::Conn;
+use rttscope_config::HumanDuration;
 use rttscope_integration_tests::fake_upstream::{
     self, CLIENT_CONNECT_WITH_DB, CLIENT_LONG_PASSWORD, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41,
     CLIENT_SECURE_CONNECTION, CLIENT_SSL, Ending, FakeUpstream, Script, greeting_nonce, handshake_response_head,
     ok_packet, packet, read_packet, read_until_closed,
 };
-use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb, native_opts};
 use rttscope_integration_tests::process::ProxyProcess;
-use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use rttscope_integration_tests::proxy::proxy_to;
 
 /// Bounds every client call: a failure must never be a hang.
 const NO_HANG: Duration = Duration::from_secs(15);
 
-/// rttscope in-process in front of `upstream`, with a short grace so dropping it is quick.
-fn proxy_to(upstream: SocketAddr, tweak: impl FnOnce(&mut Config)) -> TestProxy {
-    let mut config = test_config();
-    config.upstream = upstream.into();
-    config.limits.shutdown_grace = HumanDuration::from_secs(1);
-    tweak(&mut config);
-    TestProxy::with_config(config)
-}
-
-/// `rtt_native` through `addr`. The settings mysql_async would otherwise query at login are
-/// given up front, so the first command a client sends is the test's own.
-fn opts(addr: SocketAddr) -> OptsBuilder {
-    TestDb::shared()
-        .opts_via(addr, NATIVE.user, NATIVE.password)
-        .max_allowed_packet(Some(16 << 20))
-        .wait_timeout(Some(28_800))
-}
-
 async fn connect(addr: SocketAddr) -> mysql_async::Result<Conn> {
-    tokio::time::timeout(NO_HANG, Conn::new(opts(addr))).await.expect("connecting must not hang")
+    tokio::time::timeout(NO_HANG, Conn::new(native_opts(addr))).await.expect("connecting must not hang")
 }
 
 /// Proves a connection still works end to end.

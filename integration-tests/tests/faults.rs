@@ -9,44 +9,28 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, OptsBuilder};
-use rttscope_config::{Config, HumanDuration};
+use mysql_async::Conn;
 use rttscope_integration_tests::fake_upstream::{
     CLIENT_CONNECT_WITH_DB, CLIENT_LONG_PASSWORD, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION,
     Ending, FakeUpstream, Script, greeting_nonce, handshake_response_head, ok_packet, packet, read_packet,
     read_until_closed, reset,
 };
-use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb, native_opts};
 use rttscope_integration_tests::process::ProxyProcess;
-use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 use rttscope_integration_tests::skip;
 use rttscope_integration_tests::wan::{WanConfig, WanLink};
 
 /// Bounds every client call: a failure must never be a hang.
 const NO_HANG: Duration = Duration::from_secs(20);
 
-fn opts(addr: SocketAddr) -> OptsBuilder {
-    TestDb::shared()
-        .opts_via(addr, NATIVE.user, NATIVE.password)
-        .max_allowed_packet(Some(16 << 20))
-        .wait_timeout(Some(28_800))
-}
-
 async fn connect(addr: SocketAddr) -> mysql_async::Result<Conn> {
-    tokio::time::timeout(NO_HANG, Conn::new(opts(addr))).await.expect("connecting must not hang")
+    tokio::time::timeout(NO_HANG, Conn::new(native_opts(addr))).await.expect("connecting must not hang")
 }
 
 async fn assert_works(conn: &mut Conn, n: u32) {
     let echoed: Option<u32> = conn.exec_first("SELECT ?", (n,)).await.expect("healthy connection answers");
     assert_eq!(echoed, Some(n));
-}
-
-fn proxy_to(upstream: SocketAddr, tweak: impl FnOnce(&mut Config)) -> TestProxy {
-    let mut config = test_config();
-    config.upstream = upstream.into();
-    config.limits.shutdown_grace = HumanDuration::from_secs(1);
-    tweak(&mut config);
-    TestProxy::with_config(config)
 }
 
 fn greeting() -> Vec<u8> {

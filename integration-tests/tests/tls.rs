@@ -20,26 +20,13 @@ use rttscope_integration_tests::legs::{
 use rttscope_integration_tests::mariadb::{
     Account, DB, TLS_ED25519, TLS_NATIVE, TLS_PLAIN, TLS_X509, TestDb, TlsDb, ed25519_login,
 };
-use rttscope_integration_tests::proxy::TestProxy;
+use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 /// A client call that takes longer failed.
 const NO_HANG: Duration = Duration::from_secs(60);
 
 fn db() -> &'static TlsDb {
     TlsDb::shared()
-}
-
-/// rttscope in front of `upstream` (its defaults: listen.tls offered, upstream.tls
-/// preferred), its config then changed by `configure`.
-fn proxy_to(upstream: SocketAddr, configure: impl FnOnce(&mut Config)) -> TestProxy {
-    let mut config = Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: upstream.into(),
-        ..Config::default()
-    };
-    configure(&mut config);
-    TestProxy::with_config(config)
 }
 
 /// rttscope in front of the TLS server.

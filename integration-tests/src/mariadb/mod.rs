@@ -377,3 +377,13 @@ where
         }
     }
 }
+
+/// `rtt_native` through `addr`, with the settings mysql_async would otherwise query at login
+/// given up front (`max_allowed_packet`, `wait_timeout`): the first command the server sees is
+/// the test's own.
+pub fn native_opts(addr: SocketAddr) -> OptsBuilder {
+    TestDb::shared()
+        .opts_via(addr, NATIVE.user, NATIVE.password)
+        .max_allowed_packet(Some(16 << 20))
+        .wait_timeout(Some(28_800))
+}
