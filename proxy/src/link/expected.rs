@@ -96,25 +96,8 @@ mod tests {
     use super::*;
 
     fn link(throughput: u64, base_rtt_us: u32) -> Measurement {
-        Measurement {
-            limit: LinkLimit::Link,
-            secondary: None,
-            loss: Default::default(),
-            bytes: 10 << 20,
-            duration_us: 1_000_000,
-            throughput,
-            rtt_us: base_rtt_us,
-            base_rtt_us,
-            bytes_per_rtt: 0,
-            advertised_window: 0,
-            receive_buffer: 0,
-            idle_us: 0,
-            held_off_us: 0,
-            server_pauses: 0,
-            server_pause_us: 0,
-            samples: 10,
-            round_trips: 1,
-        }
+        let limit = LinkLimit::Link;
+        Measurement { throughput, rtt_us: base_rtt_us, base_rtt_us, ..crate::link::verdict::test_measurement(limit) }
     }
 
     #[test]

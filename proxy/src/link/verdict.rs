@@ -332,30 +332,36 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
     Some((format!("; {}: harmless, they did not limit this transfer", seen.join(", ")), String::new()))
 }
 
+/// A transfer for tests to vary: 1 MiB in 100 ms over a 1 ms path, a 1 MiB window.
+#[cfg(test)]
+pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
+    Measurement {
+        limit,
+        secondary: None,
+        loss: Default::default(),
+        bytes: 1 << 20,
+        duration_us: 100_000,
+        throughput: 10_485_760,
+        rtt_us: 1_000,
+        base_rtt_us: 1_000,
+        bytes_per_rtt: 10_485,
+        advertised_window: 1 << 20,
+        receive_buffer: 2 << 20,
+        idle_us: 0,
+        held_off_us: 0,
+        server_pauses: 1,
+        server_pause_us: 50_000,
+        samples: 100,
+        round_trips: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn measurement(limit: LinkLimit) -> Measurement {
-        Measurement {
-            limit,
-            secondary: None,
-            loss: Default::default(),
-            bytes: 1 << 20,
-            duration_us: 100_000,
-            throughput: 10_485_760,
-            rtt_us: 1_000,
-            base_rtt_us: 1_000,
-            bytes_per_rtt: 10_485,
-            advertised_window: 1 << 20,
-            receive_buffer: 2 << 20,
-            idle_us: 0,
-            held_off_us: 0,
-            server_pauses: 1,
-            server_pause_us: 50_000,
-            samples: 100,
-            round_trips: 1,
-        }
+        test_measurement(limit)
     }
 
     #[test]
