@@ -23,7 +23,15 @@ const WINDOW_IDLE_SHARE: f64 = 0.4;
 /// a 4 KiB receive buffer with the same loss carried 0.07 × its bound).
 const LOSS_BOUND: std::ops::RangeInclusive<f64> = 0.4..=1.5;
 /// Fewer loss events than this say nothing about a rate.
-const MIN_LOSS_EVENTS: u32 = 3;
+pub(super) const MIN_LOSS_EVENTS: u32 = 3;
+/// A transfer this many times faster than the Mathis bound of its own loss rate was not held
+/// by loss: its drops came in a few bursts, a full bottleneck queue overflowing as the sender
+/// probed it (over the emulator, autotuned Reno transfers carried 3.9-4.5 × the bound of the
+/// slow-start drops they met, at 79 of 100 Mbit/s). Above `LOSS_BOUND`'s end, with margin.
+pub(super) const LOSS_OUTRUN: f64 = 2.0;
+/// The receive window can have held a sender only when it was near what flowed per round
+/// trip: an advertised window this many times larger never filled.
+const WINDOW_NEVER_FILLED: u64 = 4;
 /// Recovery stalls this large a share of a window-limited transfer make loss its second limit:
 /// under a small window each one is time with nothing delivered (over the emulator a 4 KiB
 /// receive buffer and 1 % loss spent 10-11 % of a 1.2 MB transfer waiting out timeouts).
@@ -293,8 +301,13 @@ impl TransferTracker {
         // The sender's window was what loss let it have: the throughput is at the Mathis bound.
         let loss_binds = t.stalls >= MIN_LOSS_EVENTS
             && loss.loss_limited_throughput.is_some_and(|b| LOSS_BOUND.contains(&(throughput as f64 / b as f64)));
+        // Far faster than its loss allows: the drops were a full path's queue, not a lossy one.
+        let loss_outrun = t.stalls >= MIN_LOSS_EVENTS
+            && loss.loss_limited_throughput.is_some_and(|b| throughput as f64 > b as f64 * LOSS_OUTRUN);
         // A window held it, and waiting for retransmissions cost it a share besides.
         let loss_also = t.stalls >= MIN_LOSS_EVENTS && (loss_binds || share(t.stall_us) >= LOSS_STALL_SHARE);
+        let our_window_could_bind =
+            at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
         let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));
         let (limit, secondary) = if share(t.blocked_us) >= CLIENT_READER_SHARE {
             (LinkLimit::ClientReader, None)
@@ -304,9 +317,13 @@ impl TransferTracker {
             also_loss(LinkLimit::ReceiveWindow)
         } else if loss_binds {
             (LinkLimit::Loss, None)
+        } else if loss_outrun {
+            // The gaps are the recovery from those drops, not a window's silences.
+            (LinkLimit::Link, None)
         } else if share(t.idle_us) >= WINDOW_IDLE_SHARE {
-            // Bursts then silence: a window, ours (pinned at the ceiling) or the server's.
-            also_loss(if at_rmem_ceiling { LinkLimit::ReceiveWindow } else { LinkLimit::Sender })
+            // Bursts then silence: a window, ours (pinned at the ceiling, and no wider than
+            // what flowed) or the server's.
+            also_loss(if our_window_could_bind { LinkLimit::ReceiveWindow } else { LinkLimit::Sender })
         } else {
             (LinkLimit::Link, None)
         };

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::expected::{Expected, HostCheck};
 use super::loss::Loss;
 use super::sysctl::Sysctls;
+use super::transfer::{LOSS_OUTRUN, MIN_LOSS_EVENTS};
 use crate::human::{bytes, count, counted, rate, us};
 
 /// The limits, named as reports and metrics name them.
@@ -308,6 +309,23 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
             " Then the loss: find where packets are dropped on the path; with a small window each loss costs a round trip or a retransmission timeout of nothing delivered.".to_owned(),
         ));
     }
+    if m.limit == LinkLimit::Link
+        && l.recovery_stalls >= MIN_LOSS_EVENTS
+        && let Some(bound) = l.loss_limited_throughput.filter(|&b| m.throughput as f64 > b as f64 * LOSS_OUTRUN)
+    {
+        return Some((
+            format!(
+                "; {} recovery stalls ({}) at a loss rate of {:.2}%, yet {:.1} × what that rate allows a TCP (Mathis bound {}) arrived: \
+                 the drops were the full path's queue overflowing as the sender probed it, not a lossy path",
+                l.recovery_stalls,
+                us(l.recovery_stall_us),
+                100.0 * l.loss_rate,
+                m.throughput as f64 / bound as f64,
+                rate(bound)
+            ),
+            String::new(),
+        ));
+    }
     let mut seen = Vec::new();
     if l.out_of_order > 0 {
         seen.push(format!(
@@ -362,6 +380,23 @@ mod tests {
 
     fn measurement(limit: LinkLimit) -> Measurement {
         test_measurement(limit)
+    }
+
+    #[test]
+    fn drops_a_full_path_outran_are_said_to_be_its_queue() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        let mut m = measurement(LinkLimit::Link);
+        m.loss = Loss::from_transfer(
+            &crate::socket::LossCounters { segments_in: 5_600, ..Default::default() },
+            6,
+            114_000,
+            1448,
+            20_000,
+        );
+        m.throughput = 10_000_000;
+        let words = links.add(1, 0, m).summary.clone();
+        assert!(words.contains("6 recovery stalls (114.00 ms) at a loss rate of 0.11%, yet 3.7 × what"), "{words}");
+        assert!(words.contains("the full path's queue overflowing"), "{words}");
     }
 
     #[test]

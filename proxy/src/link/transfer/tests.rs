@@ -252,3 +252,32 @@ fn a_full_window_with_costly_stalls_is_the_window_then_loss() {
     let m = t.finished(4_000_000, bytes, 1, 4_000_000).unwrap();
     assert_eq!((m.limit, m.secondary), (LinkLimit::ReceiveWindow, Some(LinkLimit::Loss)), "{m:?}");
 }
+
+#[test]
+fn a_few_drop_bursts_far_below_the_rate_are_a_full_path_not_loss() {
+    let mut t = tracker();
+    // The matrix's autotuned cells at 20 ms: 8 MB at about 200 KB a round trip, with a hole
+    // in 6 of 40 round trips (a bottleneck queue overflowing as a Reno sender probes it).
+    // p ≈ 0.1 % allows ≈ 2.7 MB/s; 10 MB/s arrived: the drops did not set the rate.
+    let bytes = lossy_bursts(&mut t, 40, 140, 6, 14 << 20);
+    let m = t.finished(800_000, bytes, 1, 800_000).unwrap();
+    let bound = m.loss.loss_limited_throughput.unwrap() as f64;
+    assert!(m.loss.recovery_stalls >= 3 && m.throughput as f64 > 2.0 * bound, "{m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Link, None), "{m:?}");
+}
+
+#[test]
+fn an_advertised_window_far_above_what_flowed_is_not_the_receive_window() {
+    // Bursts then silence at rmem's ceiling, but rttscope advertised 14 MB for 64 KB a round
+    // trip: its window was never what held the sender.
+    let mut t = TransferTracker::new(1 << 20, Some(6 << 20));
+    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rcvbuf: 6 << 20, ..LinkSample::default() });
+    t.response_started(0);
+    for rtt in 0..100u64 {
+        t.read(rtt * 20_000 + 500);
+        t.read(rtt * 20_000 + 1_500);
+    }
+    window(&mut t, 14 << 20, 6 << 20);
+    let m = t.finished(2_000_000, 6_553_600, 1, 2_000_000).unwrap();
+    assert_eq!(m.limit, LinkLimit::Sender, "{m:?}");
+}
