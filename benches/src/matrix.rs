@@ -401,6 +401,11 @@ pub fn evidence(v: &Value) -> String {
     if held > 0.0 {
         parts.push(format!("held off {:.0} %", 100.0 * held / duration));
     }
+    // Bursts then silence: the share that tells a window (40 % and more) from the link.
+    let idle = f(v, "idle_us").unwrap_or(0.0);
+    if idle > 0.0 {
+        parts.push(format!("idle {:.0} %", 100.0 * idle / duration));
+    }
     parts.join(", ")
 }
 

@@ -44,7 +44,7 @@ fn the_table_shows_rate_rtt_verdict_and_evidence() {
     let lossy = json!({
         "limit": "receive_window", "secondary": "loss", "bytes": 8_000_000, "duration_us": 16_000_000,
         "throughput": 500_000, "base_rtt_us": 20_150, "bytes_per_rtt": 10_500, "advertised_window": 16_384,
-        "server_pauses": 0, "server_pause_us": 0, "held_off_us": 0,
+        "server_pauses": 0, "server_pause_us": 0, "held_off_us": 0, "idle_us": 8_000_000,
         "loss": { "recovery_stalls": 41, "rto_stalls": 3, "recovery_stall_us": 1_200_000, "loss_rate": 0.0071,
                   "loss_limited_throughput": 810_000, "out_of_order": 60, "duplicates": 0, "retransmitted": 0 }
     });
@@ -93,7 +93,7 @@ fn the_table_shows_rate_rtt_verdict_and_evidence() {
     assert_eq!(
         rows[0],
         "| rttscope rmem 32K | 1 % loss | 4.0 | 20.1 ms | receive_window + loss | 10 KB/RTT, adv. window 16 KB, \
-         41 stalls (3 RTO, 1200 ms), loss 0.71 %, Mathis 6.5 Mbit/s, 60 out of order | 58 lost of 5800 packets | \
+         41 stalls (3 RTO, 1200 ms), loss 0.71 %, Mathis 6.5 Mbit/s, 60 out of order, idle 50 % | 58 lost of 5800 packets | \
          16.3 s | 4.5 |"
     );
     assert!(rows[1].starts_with("| autotuned | clean | 95.2 | 20.0 ms | link | 250 KB/RTT, adv. window 3.0 MB |"));
