@@ -48,13 +48,15 @@ pub fn file_name(at: SystemTime, format: ReportFormat) -> String {
 }
 
 impl Snapshots {
-    /// Writes `report` as a new snapshot, then deletes all but the newest `keep`.
+    /// Writes `report` as a new snapshot, deleting the oldest first so that no more than
+    /// `keep` are ever there, not even for the moment between a write and its rotation (a
+    /// test polling the directory under load saw `keep + 1`).
     pub fn write(&self, report: &Report, at: SystemTime) -> io::Result<PathBuf> {
         let body = render(report, self.format).map_err(io::Error::other)?;
         fs::create_dir_all(&self.dir)?;
         let path = self.dir.join(file_name(at, self.format));
+        self.rotate(self.keep.saturating_sub(1))?;
         atomic::write(&path, body.as_bytes())?;
-        self.rotate()?;
         Ok(path)
     }
 
@@ -71,9 +73,10 @@ impl Snapshots {
         Ok(found)
     }
 
-    fn rotate(&self) -> io::Result<()> {
+    /// Deletes all but the newest `keep` snapshots.
+    fn rotate(&self, keep: usize) -> io::Result<()> {
         let all = self.list()?;
-        for old in &all[..all.len().saturating_sub(self.keep)] {
+        for old in &all[..all.len().saturating_sub(keep)] {
             fs::remove_file(old)?;
         }
         Ok(())
@@ -156,6 +159,12 @@ mod tests {
         }
         assert_eq!(s.list().unwrap(), written[2..]);
         assert!(dir.path().join("unrelated.json").exists());
+        // Room is made before the write: a write that fails (its name taken by a directory)
+        // leaves keep - 1, never a moment with keep + 1.
+        let blocked = t + Duration::from_secs(9);
+        fs::create_dir(s.dir.join(file_name(blocked, ReportFormat::Json))).unwrap();
+        assert!(s.write(&report, blocked).is_err());
+        assert_eq!(s.list().unwrap().len(), 2, "keep - 1: the blocking entry and the newest snapshot");
         let back: Report = serde_json::from_str(&fs::read_to_string(&written[4]).unwrap()).unwrap();
         assert_eq!(back, report);
     }
