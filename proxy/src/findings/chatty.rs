@@ -63,8 +63,14 @@ impl Episode {
 
 #[derive(Default)]
 struct Window {
-    /// The latest housekeeping round trips, at most `min_round_trips`.
+    /// The latest housekeeping round trips, at most `min_round_trips`, and only those that
+    /// can still share a window with the newest: older ones can never make it dense again.
+    /// (A pooled connection pinging every second kept its last 100 pings, 10 KiB, for
+    /// nothing; now it keeps the last `window`'s.)
     recent: VecDeque<Seen>,
+    /// Round trips since the window began (or restarted after an episode), up to
+    /// `min_round_trips`: what `recent.len()` was before old ones were let go.
+    since_start: usize,
     episode: Option<Episode>,
 }
 
@@ -128,18 +134,29 @@ impl Detector for Chatty {
         let seen = Seen { step: Step::of(r), fingerprint: r.fingerprint, text: r.text.clone() };
         let mut w = self.windows.remove(&ctx.scope).unwrap_or_default();
         w.recent.push_back(seen.clone());
+        w.since_start = (w.since_start + 1).min(self.min_round_trips);
         while w.recent.len() > self.min_round_trips {
             w.recent.pop_front();
         }
+        let newest = seen.step.last_byte_us;
+        while w.recent.len() > 1
+            && w.recent.front().is_some_and(|f| newest.saturating_sub(f.step.request_us) > self.window_us)
+        {
+            w.recent.pop_front();
+        }
+        if w.recent.capacity() > 4 * w.recent.len().max(8) {
+            w.recent.shrink_to(2 * w.recent.len());
+        }
         let dense = self.dense(&w.recent);
         match w.episode.as_mut() {
-            Some(episode) if dense || w.recent.len() < self.min_round_trips => episode.add(&seen, ctx),
+            Some(episode) if dense || w.since_start < self.min_round_trips => episode.add(&seen, ctx),
             Some(_) => {
                 // The latest round trips no longer fit in a window: the episode is over, and
                 // this one starts the next window.
                 ended.extend(w.episode.take().map(|e| e.run));
                 w.recent.clear();
                 w.recent.push_back(seen);
+                w.since_start = 1;
             }
             None if dense => {
                 let window_us = self.window_us;
@@ -180,5 +197,83 @@ impl Detector for Chatty {
     fn clear(&mut self) {
         self.windows.clear();
         self.last = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::constants::command::COM_PING;
+
+    fn ping(conn: u64, at_us: u64) -> CommandRecord {
+        let mut r = CommandRecord::new(conn, COM_PING, FingerprintId(9), Arc::from("COM_PING"), at_us);
+        r.last_byte_us = at_us + 150;
+        (r.round_trips, r.bytes_up, r.bytes_down) = (1, 5, 11);
+        r
+    }
+
+    fn context(conn: u64) -> Context {
+        Context {
+            scope: PatternScope::Connection(conn),
+            application: Arc::from("app@10.0.0.7"),
+            origin: None,
+            emulated: None,
+            driver: None,
+        }
+    }
+
+    /// The soak's shape: 1,000 pooled connections, each sending a housekeeping round trip
+    /// every second for five minutes — never dense (100 within 10 s). Each connection used to
+    /// keep its last 100 (some 10 KiB, 10 MiB for the pool) that could never make a window
+    /// dense again; now only the last window's are kept.
+    #[test]
+    fn sparse_housekeeping_keeps_only_the_last_window() {
+        let mut chatty = Chatty::new(&ChattyConfig::default());
+        let mut ended = Vec::new();
+        for second in 0..300 {
+            for conn in 1..=1000 {
+                chatty.command(&ping(conn, second * 1_000_000 + conn * 700), &context(conn), &mut ended);
+            }
+        }
+        assert!(ended.is_empty());
+        let kept: usize = chatty.windows.values().map(|w| w.recent.len()).sum();
+        let capacity: usize = chatty.windows.values().map(|w| w.recent.capacity()).sum();
+        assert_eq!(chatty.windows.len(), 1000);
+        assert!(kept <= 1000 * 11, "{kept} round trips kept for 1,000 connections");
+        assert!(capacity <= 1000 * 32, "room for {capacity} round trips kept for 1,000 connections");
+    }
+
+    /// Letting old round trips go changes no episode: one starts when 100 fall within 10 s,
+    /// goes on while the last 100 do, and the round trips after a quiet spell start afresh.
+    #[test]
+    fn episodes_start_and_end_as_before() {
+        let mut chatty = Chatty::new(&ChattyConfig::default());
+        let mut ended = Vec::new();
+        let mut at = 0;
+        let mut send = |chatty: &mut Chatty, n: u64, gap_us: u64, ended: &mut Vec<Run>| {
+            for _ in 0..n {
+                chatty.command(&ping(1, at), &context(1), ended);
+                at += gap_us;
+            }
+        };
+        // Sparse first (one every 2 s), then dense: the first 100 to fit in 10 s are the last
+        // two sparse ones and 98 dense ones; the episode takes in those and the rest.
+        send(&mut chatty, 20, 2_000_000, &mut ended);
+        send(&mut chatty, 150, 50_000, &mut ended);
+        assert!(ended.is_empty());
+        let mut runs = Vec::new();
+        chatty.in_progress(&mut runs);
+        assert_eq!(runs.iter().map(|r| r.round_trips).collect::<Vec<_>>(), [152]);
+        // Sparse again: the episode lasts until the last 100 no longer fit in 10 s.
+        send(&mut chatty, 30, 1_000_000, &mut ended);
+        assert_eq!(ended.iter().map(|r| r.round_trips).collect::<Vec<_>>(), [158]);
+        runs.clear();
+        chatty.in_progress(&mut runs);
+        assert!(runs.is_empty());
+        // A burst after it is a new episode: the burst and the sparse ones within 10 s of it.
+        send(&mut chatty, 100, 50_000, &mut ended);
+        chatty.in_progress(&mut runs);
+        assert_eq!(runs.iter().map(|r| r.round_trips).collect::<Vec<_>>(), [105]);
+        assert_eq!(ended.len(), 1);
     }
 }

@@ -140,6 +140,13 @@ impl QueryStats {
         }
     }
 
+    /// Packs its distributions (see [`Latency::pack`]).
+    fn pack(&mut self) {
+        self.first_byte.pack();
+        self.latency.pack();
+        self.retransmission_waits.pack();
+    }
+
     /// Folds `other`, another statement class, into this one (the `other` entry).
     fn merge(&mut self, other: &QueryStats) {
         self.absorb(other);
@@ -188,8 +195,9 @@ pub struct ConnectionStats {
     pub id: u64,
     /// The client's address as the listener accepted it.
     pub client: Arc<str>,
-    /// How each leg is carried, and the client library.
-    pub legs: Legs,
+    /// How each leg is carried, and the client library: shared by the copies a rolling
+    /// window's slots keep of the connection.
+    pub legs: Arc<Legs>,
     /// Logged-in user, updated by `COM_CHANGE_USER`.
     pub user: Arc<str>,
     /// Default schema, updated by `USE` / `COM_INIT_DB`; `None` when none is selected.
@@ -268,7 +276,9 @@ pub struct Aggregates {
     max_fingerprints: usize,
     queries: HashMap<FingerprintId, QueryStats>,
     other: QueryStats,
-    connections: HashMap<u64, ConnectionStats>,
+    /// Boxed: a rolling window keeps a map per slot, and a table of boxes has less slack
+    /// than a table of the stats themselves.
+    connections: HashMap<u64, Box<ConnectionStats>>,
     closed: VecDeque<ConnectionStats>,
     /// The report's `totals`.
     pub totals: Totals,
@@ -313,10 +323,10 @@ impl Aggregates {
                 self.totals.connections += 1;
                 self.connections.insert(
                     *conn_id,
-                    ConnectionStats {
+                    Box::new(ConnectionStats {
                         id: *conn_id,
                         client: client.clone(),
-                        legs: legs.as_ref().clone(),
+                        legs: Arc::new(legs.as_ref().clone()),
                         user: user.clone(),
                         schema: schema.clone(),
                         opened_us: *at_us,
@@ -332,7 +342,7 @@ impl Aggregates {
                         rows: 0,
                         rtt_us: 0,
                         injected_us: 0,
-                    },
+                    }),
                 );
             }
             Event::Command(r) => self.command(r),
@@ -343,8 +353,11 @@ impl Aggregates {
                 }
             }
             Event::Closed { conn_id, at_us } => {
-                if let Some(mut c) = self.connections.remove(conn_id) {
+                if let Some(c) = self.connections.remove(conn_id) {
+                    let mut c = *c;
                     c.closed_us = Some(*at_us);
+                    // Only read from now on.
+                    c.latency.pack();
                     if self.closed.len() >= CLOSED_KEPT {
                         self.closed.pop_front();
                     }
@@ -428,12 +441,12 @@ impl Aggregates {
 
     /// An open connection's totals.
     pub fn connection(&self, id: u64) -> Option<&ConnectionStats> {
-        self.connections.get(&id)
+        self.connections.get(&id).map(|c| &**c)
     }
 
     /// Open connections, oldest first.
     pub fn live_connections(&self) -> Vec<&ConnectionStats> {
-        let mut live: Vec<&ConnectionStats> = self.connections.values().collect();
+        let mut live: Vec<&ConnectionStats> = self.connections.values().map(|c| &**c).collect();
         live.sort_by_key(|c| c.id);
         live
     }
@@ -443,14 +456,26 @@ impl Aggregates {
         self.live_connections().into_iter().chain(self.closed.iter().rev())
     }
 
+    /// Packs every distribution (see [`Latency::pack`]) for aggregates that are only read
+    /// from now on, such as a rolling window's past slot: a connection's latency histogram
+    /// shrinks from kilobytes to a few bytes per distinct value. Readings stay the same.
+    pub fn pack(&mut self) {
+        for q in self.queries.values_mut().chain(std::iter::once(&mut self.other)) {
+            q.pack();
+        }
+        for c in self.connections.values_mut().map(|c| &mut **c).chain(self.closed.iter_mut()) {
+            c.latency.pack();
+        }
+    }
+
     /// Forgets everything recorded; open connections stay, with zeroed counters.
     pub fn reset(&mut self, now_us: u64) {
-        let live: Vec<ConnectionStats> = self.connections.drain().map(|(_, c)| c).collect();
+        let live: Vec<ConnectionStats> = self.connections.drain().map(|(_, c)| *c).collect();
         let (metrics, metered) = (std::mem::take(&mut self.metrics), self.metered);
         *self = Aggregates::new(self.max_fingerprints, now_us);
         (self.metrics, self.metered) = (metrics, metered);
         for c in live {
-            self.connections.insert(c.id, c.zeroed());
+            self.connections.insert(c.id, Box::new(c.zeroed()));
         }
     }
 }

@@ -158,6 +158,12 @@ impl Windows {
         while self.slots.front().is_some_and(|s| s.start_us + self.resolution_us <= oldest) {
             self.slots.pop_front();
         }
+        // The newest slot takes every event (a late one too), so the one before it is only
+        // read from now on: packed, it holds a few bytes per distinct latency of each
+        // connection rather than a histogram of kilobytes.
+        if let Some(previous) = self.slots.back_mut() {
+            previous.aggregates.pack();
+        }
         // Prometheus reads the cumulative aggregates' metrics; a slot needs none.
         let aggregates = Aggregates::unmetered(self.max_fingerprints, start);
         let dropped_before = self.dropped.load(Ordering::Relaxed);
@@ -264,6 +270,60 @@ mod tests {
             assert!(w.slots() <= 6, "{} slots at {second}", w.slots());
         }
         assert_eq!(count(&w, 99 * S, 5 * S, 1), 6, "slots 94..=99");
+    }
+
+    /// The soak's shape: many connections, each running a command every second or so with
+    /// latencies spread over milliseconds. A past slot holds every connection active in it;
+    /// each connection's latency histogram must cost bytes per distinct value, not the
+    /// kilobytes of a histogram reaching milliseconds (~10 MiB a slot for 1,000 connections
+    /// before slots were packed) — and the window must read the same.
+    #[test]
+    fn past_slots_hold_packed_histograms_and_windows_read_the_same() {
+        const CONNECTIONS: u64 = 1000;
+        let mut w = windows(60);
+        let mut whole = Aggregates::new(10, 0);
+        let mut state = 1u64;
+        for conn_id in 1..=CONNECTIONS {
+            let connected = Event::Connected {
+                conn_id,
+                client: Arc::from("10.0.0.1:5000"),
+                legs: Box::default(),
+                user: Arc::from("app"),
+                schema: None,
+                at_us: 0,
+            };
+            w.apply(&connected);
+            whole.apply(&connected);
+        }
+        for second in 0..10 {
+            for conn_id in 1..=CONNECTIONS {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let latency = 100 + (state >> 33) % 200_000;
+                let at = second * S + conn_id * 500 + latency;
+                let Event::Command(mut r) = query(conn_id % 3, at) else { unreachable!() };
+                (r.conn_id, r.request_us) = (conn_id, at - latency);
+                let e = Event::Command(r);
+                w.apply(&e);
+                whole.apply(&e);
+            }
+        }
+        assert_eq!(w.slots(), 10);
+        let past = &w.slots.as_slices().0[..9];
+        let bytes: usize =
+            past.iter().flat_map(|s| s.aggregates.connections().map(|c| c.latency.heap_bytes())).sum::<usize>();
+        let per_connection = bytes / (9 * CONNECTIONS as usize);
+        assert!(per_connection <= 64, "{per_connection} histogram bytes per connection and slot");
+        let window = w.window(10 * S, 60 * S).unwrap().aggregates;
+        let read = |a: &Aggregates| {
+            a.connections()
+                .map(|c| (c.id, c.commands, c.latency.summary(), c.latency.distribution()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(read(&window), read(&whole));
+        for id in 0..3 {
+            let (a, b) = (window.query(FingerprintId(id)).unwrap(), whole.query(FingerprintId(id)).unwrap());
+            assert_eq!((a.count, a.latency.summary()), (b.count, b.latency.summary()));
+        }
     }
 
     #[test]

@@ -484,7 +484,7 @@ fn connection_report(c: &ConnectionStats, since: u64) -> ConnectionReport {
             wire_down: c.wire_down,
         },
         rows: c.rows,
-        legs: c.legs.clone(),
+        legs: Legs::clone(&c.legs),
     }
 }
 

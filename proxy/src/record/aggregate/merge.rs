@@ -39,7 +39,8 @@ impl Aggregates {
         }
         for c in &later.closed {
             let closed = match self.connections.remove(&c.id) {
-                Some(mut mine) => {
+                Some(mine) => {
+                    let mut mine = *mine;
                     add_connection(&mut mine, c);
                     mine.closed_us = c.closed_us;
                     mine
@@ -59,7 +60,7 @@ impl Aggregates {
     /// Takes `c` as an open connection unless it is already known: a window slot learns of
     /// connections opened before it began this way, when they first act in it.
     pub fn adopt_connection(&mut self, c: &ConnectionStats) {
-        self.connections.entry(c.id).or_insert_with(|| c.clone());
+        self.connections.entry(c.id).or_insert_with(|| Box::new(c.clone()));
     }
 }
 
