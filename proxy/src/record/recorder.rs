@@ -14,9 +14,7 @@ use super::rows::RowSample;
 use super::statements::{LAST_PREPARED, Statement, Statements};
 use super::texts::Texts;
 use super::{CommandRecord, Event, EventSink, ResponseSampler, Tap, Values, micros};
-use crate::fingerprint::{
-    FingerprintId, SqlMode, hash_value, limit_number, sql_mode_assigned, traceparent as traceparent_id,
-};
+use crate::fingerprint::{FingerprintId, SqlMode, hash_value, limit_number, traceparent as traceparent_id};
 use crate::live::{Legs, LiveConnection, TlsInfo};
 use crate::protocol::binary::{execute_params, query_attributes};
 use crate::protocol::constants::command::{self, *};
@@ -202,8 +200,7 @@ impl Observer for Recorder {
                 // links the statement to its request as the comment does.
                 let parsed = query_attributes(c.payload);
                 let sql = parsed.as_ref().map_or(c.payload, |q| q.sql);
-                self.texts.sql(&mut record, sql, self.mode);
-                ansi_quotes = sql_mode_assigned(sql, self.mode).map(|m| m.ansi_quotes);
+                ansi_quotes = self.texts.query(&mut record, sql, self.mode);
                 let traceparent = parsed.as_ref().and_then(|q| {
                     q.attributes
                         .iter()
@@ -215,8 +212,7 @@ impl Observer for Recorder {
                 }
             }
             COM_QUERY => {
-                self.texts.sql(&mut record, c.payload, self.mode);
-                ansi_quotes = sql_mode_assigned(c.payload, self.mode).map(|m| m.ansi_quotes);
+                ansi_quotes = self.texts.query(&mut record, c.payload, self.mode);
             }
             COM_STMT_PREPARE => prepare = Some(self.texts.sql(&mut record, c.payload, self.mode)),
             COM_STMT_EXECUTE => {
