@@ -97,7 +97,9 @@ pub struct Chatty {
     window_us: u64,
     max_bytes: u64,
     min_projected_cost_us: u64,
-    windows: HashMap<PatternScope, Window>,
+    /// Boxed: a window (its episode's run) is large, and it is taken out of the map and put
+    /// back for every command.
+    windows: HashMap<PatternScope, Box<Window>>,
     last: Option<PatternScope>,
 }
 
