@@ -120,6 +120,10 @@ pub(super) async fn pump(
     let mut withheld = 0u64;
 
     poll_fn(|cx| {
+        // The timer is polled on the first turn of each wake-up, not on every turn: once
+        // polled it wakes the task when it fires, whatever the later turns do. Re-polled
+        // on the turn after a reset, to arm it again.
+        let mut poll_timer = true;
         loop {
             let mut progress = false;
             // One atomic load per turn; the settings are read only when they changed.
@@ -271,12 +275,13 @@ pub(super) async fn pump(
                 }
             }
 
-            if timer.as_mut().poll(cx).is_ready() {
+            if std::mem::take(&mut poll_timer) && timer.as_mut().poll(cx).is_ready() {
                 let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
                 match timeouts.check(Instant::now(), &mut last_activity, late_write, tap.0.busy_since_us()) {
                     Ok(next) => timer.as_mut().reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
+                poll_timer = true;
                 progress = true;
             }
 
