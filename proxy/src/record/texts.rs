@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::origin::Origins;
 use super::statements::Statement;
-use super::{CommandRecord, Values};
+use super::{CommandRecord, Origin, Values};
 use crate::fingerprint::{
     FingerprintId, Fingerprinter, LimitParams, Paging, SqlMode, StatementKind, hash_value, sql_mode_assigned,
 };
@@ -90,27 +90,50 @@ impl Texts {
     /// Fingerprints `sql`, read as the server reads it under `mode`, into `record`; returns
     /// the statement's facts, for a prepare to remember.
     pub fn sql(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlMode) -> Statement {
-        let facts = self.facts(sql, mode).0;
-        self.fill(record, sql, facts)
+        let (found, first_time) = self.look_up(sql, mode);
+        let fresh;
+        let facts = match found.facts(&self.raw) {
+            Some(facts) => facts,
+            // Not reached: a slot just looked up holds its facts.
+            None => {
+                fresh = self.fingerprint(sql, mode).0;
+                &fresh
+            }
+        };
+        let origin = fill(record, sql, facts, first_time, &mut self.origins, self.examples);
+        Statement {
+            fingerprint: facts.fingerprint,
+            text: facts.text.clone(),
+            kind: facts.kind,
+            paging: facts.paging,
+            limit_params: facts.limit_params,
+            origin,
+            params: 0,
+            types: Vec::new(),
+            columns: Vec::new(),
+        }
     }
 
     /// A `COM_QUERY`: fingerprints `sql` into `record` as [`Texts::sql`] does, and returns
     /// whether the query turns `ANSI_QUOTES` on or off ([`sql_mode_assigned`]).
     pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlMode) -> Option<bool> {
-        let (facts, slot) = self.facts(sql, mode);
-        self.fill(record, sql, facts);
-        let assigned = match slot {
-            Some(i) => *self.raw[i].assigned.get_or_insert_with(|| sql_mode_assigned(sql, mode)),
-            None => sql_mode_assigned(sql, mode),
+        let (found, first_time) = self.look_up(sql, mode);
+        if let Some(facts) = found.facts(&self.raw) {
+            fill(record, sql, facts, first_time, &mut self.origins, self.examples);
+        }
+        let assigned = match found {
+            Found::Slot(i) => *self.raw[i].assigned.get_or_insert_with(|| sql_mode_assigned(sql, mode)),
+            Found::Owned(_) => sql_mode_assigned(sql, mode),
         };
         assigned.map(|m| m.ansi_quotes)
     }
 
-    /// The facts of `sql` under `mode`, whether its normalised text is new to the connection,
-    /// and the raw slot that holds it (if it is short enough to be kept).
-    fn facts(&mut self, sql: &[u8], mode: SqlMode) -> ((Facts, bool), Option<usize>) {
+    /// The facts of `sql` under `mode`, and whether its normalised text is new to the
+    /// connection: in a raw slot if it is short enough to be kept.
+    fn look_up(&mut self, sql: &[u8], mode: SqlMode) -> (Found, bool) {
         if sql.len() > RAW_MAX {
-            return (self.fingerprint(sql, mode), None);
+            let (facts, first_time) = self.fingerprint(sql, mode);
+            return (Found::Owned(Box::new(facts)), first_time);
         }
         let hash = hash_value(sql);
         let i = (hash % RAW_SLOTS as u64) as usize;
@@ -120,11 +143,10 @@ impl Texts {
             && slot.mode == mode
             && slot.raw == sql
         {
-            let facts = facts.clone();
             // The normalised text may have left the text cache since: new again, as it
             // would be had the normaliser run.
             let first_time = known(&mut self.cache, facts.fingerprint, &facts.text);
-            return ((facts, first_time), Some(i));
+            return (Found::Slot(i), first_time);
         }
         let (facts, first_time) = self.fingerprint(sql, mode);
         let slot = &mut self.raw[i];
@@ -133,9 +155,9 @@ impl Texts {
         slot.raw.clear();
         slot.raw.reserve_exact(sql.len());
         slot.raw.extend_from_slice(sql);
-        slot.facts = Some(facts.clone());
+        slot.facts = Some(facts);
         slot.assigned = None;
-        ((facts, first_time), Some(i))
+        (Found::Slot(i), first_time)
     }
 
     /// Runs the normaliser over `sql`.
@@ -160,34 +182,47 @@ impl Texts {
         };
         (facts, first_time)
     }
+}
 
-    /// Writes `facts` of `sql` into `record`.
-    fn fill(&mut self, record: &mut CommandRecord, sql: &[u8], (facts, first_time): (Facts, bool)) -> Statement {
-        let origin = facts.tags.and_then(|(from, to)| sql.get(from..to)).and_then(|c| self.origins.of(c));
-        if first_time && self.examples {
-            let sql = &sql[..sql.len().min(MAX_EXAMPLE)];
-            record.example = Some(String::from_utf8_lossy(sql).into());
-        }
-        record.fingerprint = facts.fingerprint;
-        record.text = facts.text.clone();
-        record.kind = facts.kind;
-        record.paging = facts.paging;
-        record.rows_in_values = facts.rows_in_values;
-        record.trace = facts.trace;
-        record.origin = origin.clone();
-        record.values = facts.values;
-        Statement {
-            fingerprint: facts.fingerprint,
-            text: facts.text,
-            kind: facts.kind,
-            paging: facts.paging,
-            limit_params: facts.limit_params,
-            origin,
-            params: 0,
-            types: Vec::new(),
-            columns: Vec::new(),
+/// Where a text's facts are: in its raw slot, or (a text too long to keep) here.
+enum Found {
+    Slot(usize),
+    Owned(Box<Facts>),
+}
+
+impl Found {
+    fn facts<'a>(&'a self, raw: &'a [Slot]) -> Option<&'a Facts> {
+        match self {
+            Found::Slot(i) => raw.get(*i).and_then(|s| s.facts.as_ref()),
+            Found::Owned(facts) => Some(facts),
         }
     }
+}
+
+/// Writes `facts` of `sql` into `record`; returns its origin, which `origins` reads from the
+/// text's sqlcommenter tags.
+fn fill(
+    record: &mut CommandRecord,
+    sql: &[u8],
+    facts: &Facts,
+    first_time: bool,
+    origins: &mut Origins,
+    examples: bool,
+) -> Option<Arc<Origin>> {
+    let origin = facts.tags.and_then(|(from, to)| sql.get(from..to)).and_then(|c| origins.of(c));
+    if first_time && examples {
+        let sql = &sql[..sql.len().min(MAX_EXAMPLE)];
+        record.example = Some(String::from_utf8_lossy(sql).into());
+    }
+    record.fingerprint = facts.fingerprint;
+    record.text = facts.text.clone();
+    record.kind = facts.kind;
+    record.paging = facts.paging;
+    record.rows_in_values = facts.rows_in_values;
+    record.trace = facts.trace;
+    record.origin = origin.clone();
+    record.values = facts.values;
+    origin
 }
 
 /// The shared copy of a normalised text; allocates only the first time a
