@@ -124,6 +124,9 @@ pub(super) async fn pump(
         // polled it wakes the task when it fires, whatever the later turns do. Re-polled
         // on the turn after a reset, to arm it again.
         let mut poll_timer = true;
+        // Likewise the shutdown watch: registered on the first turn, it wakes the task when
+        // a drain starts.
+        let mut first_turn = true;
         loop {
             let mut progress = false;
             // One atomic load per turn; the settings are read only when they changed.
@@ -257,7 +260,7 @@ pub(super) async fn pump(
                 return Poll::Ready(Ok(Ended::UpstreamClosed { mid_response }));
             }
 
-            if !draining && shutdown.poll_started(cx) {
+            if !draining && first_turn && shutdown.poll_started(cx) {
                 draining = true;
             }
             if draining
@@ -288,6 +291,7 @@ pub(super) async fn pump(
             if !progress {
                 return Poll::Pending;
             }
+            first_turn = false;
         }
     })
     .await
