@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use rttscope_config::ChattyConfig;
 
-use super::run::{Bar, Context, Detector, Role, Run, Step, merge_top};
+use super::run::{Bar, Context, Detector, Role, Run, Step, merge_top, sort_top};
 use super::{Detail, Kind, PatternScope};
 use crate::fingerprint::FingerprintId;
 use crate::record::CommandRecord;
@@ -38,25 +38,49 @@ struct Seen {
 struct Episode {
     run: Run,
     by_statement: HashMap<FingerprintId, (Arc<str>, u64)>,
+    /// The most frequent statement and its count (of equals, the smaller id): the one
+    /// `run.fingerprint` names, kept as counts grow so that a command need not look at them all.
+    best: Option<(FingerprintId, u64)>,
 }
 
 impl Episode {
+    fn new(run: Run) -> Episode {
+        Episode { run, by_statement: HashMap::default(), best: None }
+    }
+
     fn add(&mut self, seen: &Seen, ctx: &Context) {
         self.run.add_step(&seen.step, ctx);
-        if let Some((_, n)) = self.by_statement.get_mut(&seen.fingerprint) {
+        let (text, count) = if let Some((text, n)) = self.by_statement.get_mut(&seen.fingerprint) {
             *n += 1;
+            (text.clone(), *n)
         } else if self.by_statement.len() < TOP_TRACKED {
             self.by_statement.insert(seen.fingerprint, (seen.text.clone(), 1));
-        }
-        // The finding is about its most frequent statement.
-        if let Some((id, (text, _))) = self.by_statement.iter().max_by(|a, b| a.1.1.cmp(&b.1.1).then(b.0.cmp(a.0))) {
-            self.run.fingerprint = *id;
+            (seen.text.clone(), 1)
+        } else {
+            // Not counted: the statement and the top stay as they were.
+            return;
+        };
+        // The finding is about its most frequent statement. Only this one's count moved, so
+        // the most frequent is either the one before or this one.
+        let id = seen.fingerprint;
+        if self.best.is_none_or(|(best, n)| best == id || count > n || (count == n && id < best)) {
+            self.best = Some((id, count));
+            self.run.fingerprint = id;
             self.run.text = text.clone();
         }
         if let Detail::Chatty { top, .. } = &mut self.run.detail {
-            top.clear();
-            let all: Vec<(Arc<str>, u64)> = self.by_statement.values().cloned().collect();
-            merge_top(top, &all);
+            match top.iter_mut().find(|(t, _)| *t == text) {
+                // Already among the top: only its place in it can change.
+                Some(shown) => {
+                    shown.1 += 1;
+                    sort_top(top);
+                }
+                None => {
+                    top.clear();
+                    let all: Vec<(Arc<str>, u64)> = self.by_statement.values().cloned().collect();
+                    merge_top(top, &all);
+                }
+            }
         }
     }
 }
@@ -79,7 +103,9 @@ pub struct Chatty {
     window_us: u64,
     max_bytes: u64,
     min_projected_cost_us: u64,
-    windows: HashMap<PatternScope, Window>,
+    /// Boxed: a window (its episode's run) is large, and it is taken out of the map and put
+    /// back for every command.
+    windows: HashMap<PatternScope, Box<Window>>,
     last: Option<PatternScope>,
 }
 
@@ -113,7 +139,7 @@ impl Detector for Chatty {
 
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
-        if Role::of(r) != Role::Housekeeping
+        if ctx.role != Role::Housekeeping
             || r.round_trips == 0
             || r.bytes_up > self.max_bytes
             || r.bytes_down > self.max_bytes
@@ -161,7 +187,7 @@ impl Detector for Chatty {
             None if dense => {
                 let window_us = self.window_us;
                 let run = Run::new(Kind::ChattySession, ctx, r, Detail::Chatty { top: Vec::new(), window_us });
-                let mut episode = Episode { run, by_statement: HashMap::default() };
+                let mut episode = Episode::new(run);
                 for s in &w.recent {
                     episode.add(s, ctx);
                 }

@@ -82,6 +82,19 @@ impl Detector for ConnectionChurn {
         self.last = None;
         let key: AppKey = (ctx.application.clone(), ctx.driver);
         let setup = r.command == CONNECT;
+        if !setup {
+            // Any other command only adds its time, to an application already followed: one
+            // look-up. (One whose connections opened before the recording began says nothing
+            // about churn until it connects again.)
+            if let Some(app) = self.apps.get_mut(&key) {
+                app.recorded_us += r.latency_us();
+                let detail = app.detail();
+                if let Some(run) = app.run.as_mut() {
+                    run.detail = detail;
+                }
+            }
+            return;
+        }
         if !self.apps.contains_key(&key) {
             // Commands of an application whose connections opened before the recording
             // began say nothing about churn until it connects again.

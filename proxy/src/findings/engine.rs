@@ -1,10 +1,10 @@
 //! The findings engine: feeds every detector, and — once for every kind — decides which runs
 //! qualify, merges them into findings, and assesses them for reports.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use rttscope_config::FindingsConfig;
 
@@ -14,7 +14,7 @@ use super::compression::{self, Compression};
 use super::cursors::Cursors;
 use super::loops::Loops;
 use super::pages::Pages;
-use super::run::{Context, Detector, Run};
+use super::run::{Context, Detector, Role, Run};
 use super::whatif::{self, projections};
 use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
 use crate::record::{CommandRecord, Consumer, Event};
@@ -75,7 +75,7 @@ impl FindingsEngine {
             found: HashMap::default(),
             recent: VecDeque::new(),
             keep_recent_us: DEFAULT_KEEP_RECENT_US,
-            announced: HashSet::new(),
+            announced: HashSet::default(),
             counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
             log_window: (0, 0),
             unnamed: Arc::from(""),
@@ -135,6 +135,7 @@ impl FindingsEngine {
             origin: r.origin.clone(),
             emulated: self.emulated,
             driver: self.drivers.get(&r.conn_id).copied(),
+            role: Role::of(r),
         };
         let reference = self.reference_rtt_us;
         let mut newly = Vec::new();

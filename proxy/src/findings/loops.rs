@@ -211,7 +211,7 @@ impl Detector for Loops {
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
         let scope = ctx.scope;
-        let (statement, boundaries) = match Role::of(r) {
+        let (statement, boundaries) = match ctx.role {
             Role::Boundary => {
                 self.position(scope).boundaries += 1;
                 return;

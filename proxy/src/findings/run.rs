@@ -22,6 +22,8 @@ pub struct Context {
     pub emulated: Option<Emulated>,
     /// The connection's client library, when its connection attributes named one we know.
     pub driver: Option<Driver>,
+    /// What the command is to the detectors ([`Role::of`]), worked out once for them all.
+    pub role: Role,
 }
 
 /// What a run must reach to be reported. Checked by the engine for every kind alike: at least
@@ -310,10 +312,9 @@ impl Role {
 
 /// The role of a statement from its kind and normalised text (lower case, one space).
 fn statement_role(kind: StatementKind, text: &str) -> Role {
-    let first = text.split([' ', '(']).next().unwrap_or_default();
     match kind {
         StatementKind::Select if !text.contains(" from ") => Role::Housekeeping,
-        StatementKind::Other => match first {
+        StatementKind::Other => match first_word(text) {
             "begin" | "commit" | "xa" => Role::Boundary,
             "start" if text.starts_with("start transaction") => Role::Boundary,
             "rollback" if !text.starts_with("rollback to") => Role::Boundary,
@@ -322,6 +323,12 @@ fn statement_role(kind: StatementKind, text: &str) -> Role {
         },
         _ => Role::Data,
     }
+}
+
+/// The text up to its first space or `(`.
+fn first_word(text: &str) -> &str {
+    let end = text.bytes().position(|c| c == b' ' || c == b'(').unwrap_or(text.len());
+    &text[..end]
 }
 
 /// The smaller of two RTTs, where 0 means unknown.
@@ -349,8 +356,13 @@ pub(crate) fn merge_top(top: &mut Vec<(Arc<str>, u64)>, more: &[(Arc<str>, u64)]
             None => top.push((text.clone(), *n)),
         }
     }
-    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    sort_top(top);
     top.truncate(TOP_SHOWN);
+}
+
+/// Puts statement counts in the order a run shows them: largest first, then by text.
+pub(crate) fn sort_top(top: &mut [(Arc<str>, u64)]) {
+    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
 }
 
 #[cfg(test)]

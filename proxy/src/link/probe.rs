@@ -43,9 +43,9 @@ pub struct Probe {
     live: Arc<LiveConnection>,
     sink: LinkSink,
     /// When the current chunk reached rttscope.
-    arrival: Instant,
+    arrival_us: u64,
     /// The current chunk's time as the client lives it.
-    now: Instant,
+    now_us: u64,
     /// When each unanswered command was sent, as the client lives it, µs.
     requests: VecDeque<u64>,
     /// A response ended since the last reading: its end wants one, so that a command that
@@ -69,8 +69,8 @@ impl Probe {
             last_sample_us: None,
             live,
             sink,
-            arrival: accepted,
-            now: accepted,
+            arrival_us: micros(accepted),
+            now_us: micros(accepted),
             // The handshake's pseudo-command began when the client connected.
             requests: VecDeque::from([micros(accepted)]),
             response_ended: false,
@@ -87,7 +87,7 @@ impl Probe {
         C: AsRawFd,
         for<'a> SockRef<'a>: From<&'a U> + From<&'a C>,
     {
-        let now = micros(self.arrival);
+        let now = self.arrival_us;
         let interval = if self.tracker.in_transfer() { self.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
         let response_ended = std::mem::take(&mut self.response_ended);
         if !self.tracker.wants_sample() && self.last_sample_us.is_some_and(|last| now.saturating_sub(last) < interval) {
@@ -114,22 +114,22 @@ impl Probe {
 
 impl Observer for Probe {
     fn command_started(&mut self, _command: u8) {
-        self.requests.push_back(micros(self.now));
+        self.requests.push_back(self.now_us);
     }
 
     fn response_started(&mut self) {
-        self.tracker.response_started(micros(self.arrival));
+        self.tracker.response_started(self.arrival_us);
     }
 
     fn finished(&mut self, s: &Summary) {
-        let request_us = self.requests.pop_front().unwrap_or_else(|| micros(self.now));
-        let latency = micros(self.now).saturating_sub(request_us);
-        let at_us = micros(self.arrival);
+        let request_us = self.requests.pop_front().unwrap_or(self.now_us);
+        let latency = self.now_us.saturating_sub(request_us);
+        let at_us = self.arrival_us;
         self.response_ended = true;
         if let Some(measurement) = self.tracker.finished(at_us, s.bytes_down, s.round_trips, latency) {
             self.sink.send(LinkEvent::Measured {
                 conn_id: self.conn_id,
-                at_us: micros(self.now),
+                at_us: self.now_us,
                 measurement: Box::new(measurement),
             });
         }
@@ -137,14 +137,14 @@ impl Observer for Probe {
 }
 
 impl Tap for Probe {
-    fn arrived(&mut self, direction: Direction, arrived: Instant, released: Instant, _len: usize) {
-        self.arrival = arrived;
-        self.now = match direction {
-            Direction::ToUpstream => arrived,
-            Direction::ToClient => released,
+    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, _len: usize) {
+        self.arrival_us = arrived_us;
+        self.now_us = match direction {
+            Direction::ToUpstream => arrived_us,
+            Direction::ToClient => released_us,
         };
         if direction == Direction::ToClient {
-            self.tracker.read(micros(arrived));
+            self.tracker.read(arrived_us);
         }
     }
 

@@ -14,9 +14,7 @@ use super::rows::RowSample;
 use super::statements::{LAST_PREPARED, Statement, Statements};
 use super::texts::Texts;
 use super::{CommandRecord, Event, EventSink, ResponseSampler, Tap, Values, micros};
-use crate::fingerprint::{
-    FingerprintId, SqlMode, hash_value, limit_number, sql_mode_assigned, traceparent as traceparent_id,
-};
+use crate::fingerprint::{FingerprintId, SqlMode, hash_value, limit_number, traceparent as traceparent_id};
 use crate::live::{Legs, LiveConnection, TlsInfo};
 use crate::protocol::binary::{execute_params, query_attributes};
 use crate::protocol::constants::command::{self, *};
@@ -58,8 +56,8 @@ pub struct Recorder {
     sink: EventSink,
     /// Where `/connections` shows the statement in flight.
     live: Arc<LiveConnection>,
-    /// The current chunk's time as the client lives it.
-    now: Instant,
+    /// The current chunk's time as the client lives it, µs.
+    now_us: u64,
     /// How long an emulated link holds the current chunk, µs.
     hold_us: u64,
     started_us: Option<u64>,
@@ -100,7 +98,7 @@ impl Recorder {
             conn_id,
             sink,
             live,
-            now: accepted,
+            now_us: micros(accepted),
             hold_us: 0,
             started_us: Some(micros(accepted)),
             texts: Texts::new(settings.examples),
@@ -120,7 +118,7 @@ impl Recorder {
     /// A record whose statement is filled in by the caller (SQL, or the
     /// prepared statement) or, failing that, named after the command.
     fn blank(&mut self, command: u8) -> CommandRecord {
-        let request_us = self.started_us.take().unwrap_or_else(|| micros(self.now));
+        let request_us = self.started_us.take().unwrap_or(self.now_us);
         CommandRecord::new(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us)
     }
 
@@ -187,7 +185,7 @@ impl Recorder {
 impl Observer for Recorder {
     fn command_started(&mut self, _command: u8) {
         self.send_held();
-        self.started_us = Some(micros(self.now));
+        self.started_us = Some(self.now_us);
     }
 
     fn command(&mut self, c: &CommandPacket<'_>) {
@@ -202,8 +200,7 @@ impl Observer for Recorder {
                 // links the statement to its request as the comment does.
                 let parsed = query_attributes(c.payload);
                 let sql = parsed.as_ref().map_or(c.payload, |q| q.sql);
-                self.texts.sql(&mut record, sql, self.mode);
-                ansi_quotes = sql_mode_assigned(sql, self.mode).map(|m| m.ansi_quotes);
+                ansi_quotes = self.texts.query(&mut record, sql, self.mode);
                 let traceparent = parsed.as_ref().and_then(|q| {
                     q.attributes
                         .iter()
@@ -215,8 +212,7 @@ impl Observer for Recorder {
                 }
             }
             COM_QUERY => {
-                self.texts.sql(&mut record, c.payload, self.mode);
-                ansi_quotes = sql_mode_assigned(c.payload, self.mode).map(|m| m.ansi_quotes);
+                ansi_quotes = self.texts.query(&mut record, c.payload, self.mode);
             }
             COM_STMT_PREPARE => prepare = Some(self.texts.sql(&mut record, c.payload, self.mode)),
             COM_STMT_EXECUTE => {
@@ -278,7 +274,7 @@ impl Observer for Recorder {
     }
 
     fn response_started(&mut self) {
-        let us = micros(self.now);
+        let us = self.now_us;
         if let Some(front) = self.in_flight.front_mut() {
             front.record.first_byte_us = Some(us);
         }
@@ -300,7 +296,7 @@ impl Observer for Recorder {
         }
         let prepared_columns = self.rows.finish();
         let ok = s.error.is_none();
-        record.last_byte_us = micros(self.now).max(record.request_us);
+        record.last_byte_us = self.now_us.max(record.request_us);
         record.rtt_us = self.base_rtt_us;
         // ... and the end of the response this long on its way down.
         record.injected_us += self.hold_us;
@@ -362,15 +358,15 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn arrived(&mut self, direction: Direction, arrived: Instant, released: Instant, _len: usize) {
+    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, _len: usize) {
         self.send_held();
         // Times are as the client lives them: a request when it sent it, a
         // response when it gets it (later than its arrival here only on an
         // emulated link, by the time the link held it).
-        self.hold_us = micros(released).saturating_sub(micros(arrived));
-        self.now = match direction {
-            Direction::ToUpstream => arrived,
-            Direction::ToClient => released,
+        self.hold_us = released_us.saturating_sub(arrived_us);
+        self.now_us = match direction {
+            Direction::ToUpstream => arrived_us,
+            Direction::ToClient => released_us,
         };
     }
 
@@ -383,7 +379,7 @@ impl Tap for Recorder {
             legs: Box::new(legs.clone()),
             user: Arc::from(response.user.as_str()),
             schema: response.schema.as_deref().map(Arc::from),
-            at_us: self.started_us.unwrap_or_else(|| micros(self.now)),
+            at_us: self.started_us.unwrap_or(self.now_us),
         });
     }
 

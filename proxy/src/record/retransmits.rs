@@ -41,6 +41,9 @@ impl RetransmissionWatch {
 
     /// Settles the pending record with the latest reading (something else happened first).
     pub fn flush(&mut self) -> Option<CommandRecord> {
+        // Usually nothing is held when asked (every chunk asks): answered without moving the
+        // empty slot, a record's size, out and back.
+        self.pending.as_ref()?;
         let mut record = self.pending.take()?;
         if let (Some(latest), Some(baseline)) = (self.latest, self.baseline) {
             record.retransmission_wait = latest.retransmission_moved(&baseline);

@@ -15,10 +15,11 @@ use crate::socket::{LinkSample, LossCounters};
 /// An observer that is also told about I/O. Called on the forwarding path:
 /// implementations must be quick and must not block.
 pub trait Tap: Observer {
-    /// `len` bytes were read at `arrived`, before the state machine sees
-    /// them; they go on at `released` (later than `arrived` only on an
-    /// emulated link).
-    fn arrived(&mut self, _direction: Direction, _arrived: Instant, _released: Instant, _len: usize) {}
+    /// `len` bytes were read at `arrived_us`, before the state machine sees
+    /// them; they go on at `released_us` (later than `arrived_us` only on an
+    /// emulated link). Both are [`micros`](super::micros), read once per chunk by the relay
+    /// so that no observer does clock arithmetic of its own.
+    fn arrived(&mut self, _direction: Direction, _arrived_us: u64, _released_us: u64, _len: usize) {}
     /// The handshake was relayed: who connected, as whom.
     fn connected(&mut self, _client: &str, _response: &HandshakeResponse41, _legs: &Legs) {}
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -91,9 +92,9 @@ impl<T: Observer> Observer for Option<T> {
 }
 
 impl<T: Tap> Tap for Option<T> {
-    fn arrived(&mut self, direction: Direction, arrived: Instant, released: Instant, len: usize) {
+    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         if let Some(t) = self {
-            t.arrived(direction, arrived, released, len);
+            t.arrived(direction, arrived_us, released_us, len);
         }
     }
     fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
@@ -146,8 +147,8 @@ macro_rules! tuple_tap {
         }
 
         impl<$($t: Tap),+> Tap for ($($t,)+) {
-            fn arrived(&mut self, direction: Direction, arrived: Instant, released: Instant, len: usize) {
-                $(self.$i.arrived(direction, arrived, released, len);)+
+            fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
+                $(self.$i.arrived(direction, arrived_us, released_us, len);)+
             }
             fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
                 $(self.$i.connected(client, response, legs);)+
@@ -185,7 +186,7 @@ mod tests {
         }
     }
     impl Tap for Count {
-        fn arrived(&mut self, _d: Direction, _a: Instant, _r: Instant, len: usize) {
+        fn arrived(&mut self, _d: Direction, _a: u64, _r: u64, len: usize) {
             self.bytes += len;
         }
         fn link_sample(&mut self, _sample: &LinkSample) {
@@ -197,7 +198,7 @@ mod tests {
     fn a_tuple_tells_every_tap_and_an_absent_one_is_skipped() {
         let mut taps = (Count::default(), Some(Count::default()), None::<Count>);
         taps.command_started(3);
-        taps.arrived(Direction::ToClient, Instant::now(), Instant::now(), 10);
+        taps.arrived(Direction::ToClient, 1, 1, 10);
         taps.finished(&Summary::default());
         taps.link_sample(&LinkSample::default());
         let (a, b, c) = taps;

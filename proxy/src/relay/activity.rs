@@ -27,13 +27,13 @@ pub(super) struct Activity {
     stats: Arc<RelayStats>,
     /// Commands sent and not yet answered.
     unanswered: usize,
-    /// When the current chunk arrived.
-    now: Instant,
+    /// When the current chunk arrived, µs.
+    now_us: u64,
 }
 
 impl Activity {
     pub(super) fn new(live: Arc<LiveConnection>, stats: Arc<RelayStats>, accepted: Instant) -> Activity {
-        Activity { live, stats, unanswered: 0, now: accepted }
+        Activity { live, stats, unanswered: 0, now_us: micros(accepted) }
     }
 
     /// Since when (µs since the recording epoch) a command has been waiting for its
@@ -62,7 +62,7 @@ impl Activity {
 impl Observer for Activity {
     fn command_started(&mut self, command: u8) {
         if self.unanswered == 0 {
-            self.live.command_started(command, micros(self.now));
+            self.live.command_started(command, self.now_us);
         }
         self.unanswered += 1;
     }
@@ -99,7 +99,7 @@ impl Observer for Activity {
 }
 
 impl Tap for Activity {
-    fn arrived(&mut self, _direction: Direction, arrived: Instant, _released: Instant, _len: usize) {
-        self.now = arrived;
+    fn arrived(&mut self, _direction: Direction, arrived_us: u64, _released_us: u64, _len: usize) {
+        self.now_us = arrived_us;
     }
 }

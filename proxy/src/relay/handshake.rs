@@ -33,7 +33,7 @@ use crate::protocol::constants::header;
 use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, MAX_HANDSHAKE_LEN, is_ssl_request, negotiated};
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::{DecodeError, Direction, Identity, Observer, PacketScanner, Peer, Session, framing};
-use crate::record::Tap;
+use crate::record::{Tap, micros};
 
 /// What the connection phase needs to know.
 pub(super) struct Settings<'a> {
@@ -323,7 +323,7 @@ pub(super) async fn handshake(
     tap.connected(s.peer, &client_response, &legs);
     // The response as the client sent it, held for what the link charged so far.
     let now = Instant::now();
-    tap.arrived(Direction::ToUpstream, now.checked_sub(held).unwrap_or(now), now, 4 + payload.len());
+    tap.arrived(Direction::ToUpstream, micros(now.checked_sub(held).unwrap_or(now)), micros(now), 4 + payload.len());
     let mut session =
         Session::after_handshake(identity, client_caps, greeting_len, seq, payload.len(), s.capture_limit, tap);
     let mut client = Framed::new(client);
@@ -493,7 +493,7 @@ async fn relay_auth(
             if due > arrived {
                 tokio::time::sleep_until(due).await;
             }
-            tap.arrived(Direction::ToClient, arrived, due.max(arrived), packet.len());
+            tap.arrived(Direction::ToClient, micros(arrived), micros(due.max(arrived)), packet.len());
             upstream_view.scan(&packet, &mut session.upstream(tap));
             write_all(&mut client.io, &packet, Peer::Client).await?;
             if session.pending() == 0 {
@@ -502,7 +502,7 @@ async fn relay_auth(
         }
         while let Some((seq, payload)) = client.take_packet(Peer::Client)? {
             let packet = packet(seq, &payload);
-            let now = Instant::now();
+            let now = micros(Instant::now());
             tap.arrived(Direction::ToUpstream, now, now, packet.len());
             client_view.scan(&packet, &mut session.client(tap));
             write_all(&mut upstream.io, &self::packet(seq.wrapping_add(delta), &payload), Peer::Upstream).await?;

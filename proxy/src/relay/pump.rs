@@ -120,6 +120,13 @@ pub(super) async fn pump(
     let mut withheld = 0u64;
 
     poll_fn(|cx| {
+        // The timer is polled on the first turn of each wake-up, not on every turn: once
+        // polled it wakes the task when it fires, whatever the later turns do. Re-polled
+        // on the turn after a reset, to arm it again.
+        let mut poll_timer = true;
+        // Likewise the shutdown watch: registered on the first turn, it wakes the task when
+        // a drain starts.
+        let mut first_turn = true;
         loop {
             let mut progress = false;
             // One atomic load per turn; the settings are read only when they changed.
@@ -150,7 +157,8 @@ pub(super) async fn pump(
             let local = answer.is_some();
             let see = |pipe: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers| {
                 let released = if local { fresh.arrived } else { fresh.released };
-                tap.arrived(Direction::ToUpstream, fresh.arrived, released, fresh.range.len());
+                let (arrived_us, released_us) = stamps(fresh.arrived, released);
+                tap.arrived(Direction::ToUpstream, arrived_us, released_us, fresh.range.len());
                 pipe.scan(fresh, |scanner, bytes| scanner.scan(bytes, &mut session.client(tap)));
             };
             if marks && let Some(fresh) = &fresh {
@@ -180,7 +188,7 @@ pub(super) async fn pump(
                 // if the server had sent it, at no round trip upstream.
                 withheld += answer.withheld as u64;
                 session.answered_locally();
-                let now = Instant::now();
+                let now = micros(Instant::now());
                 tap.arrived(Direction::ToClient, now, now, answer.bytes.len());
                 PacketScanner::new().scan(&answer.bytes, &mut session.upstream(tap));
                 // The reading a finished response asks for, so its record goes out now.
@@ -252,7 +260,7 @@ pub(super) async fn pump(
                 return Poll::Ready(Ok(Ended::UpstreamClosed { mid_response }));
             }
 
-            if !draining && shutdown.poll_started(cx) {
+            if !draining && first_turn && shutdown.poll_started(cx) {
                 draining = true;
             }
             if draining
@@ -270,18 +278,20 @@ pub(super) async fn pump(
                 }
             }
 
-            if timer.as_mut().poll(cx).is_ready() {
+            if std::mem::take(&mut poll_timer) && timer.as_mut().poll(cx).is_ready() {
                 let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
                 match timeouts.check(Instant::now(), &mut last_activity, late_write, tap.0.busy_since_us()) {
                     Ok(next) => timer.as_mut().reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
+                poll_timer = true;
                 progress = true;
             }
 
             if !progress {
                 return Poll::Pending;
             }
+            first_turn = false;
         }
     })
     .await
@@ -290,7 +300,8 @@ pub(super) async fn pump(
 /// Lets the observers see bytes read from the server; with `renumber`, rewriting their
 /// sequence ids (before they are written).
 fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers, renumber: bool) {
-    tap.arrived(Direction::ToClient, fresh.arrived, fresh.released, fresh.range.len());
+    let (arrived_us, released_us) = stamps(fresh.arrived, fresh.released);
+    tap.arrived(Direction::ToClient, arrived_us, released_us, fresh.range.len());
     let boundary = if renumber {
         to_client.scan_mut(fresh, |scanner, bytes| {
             scanner.scan_mut(bytes, &mut session.upstream(tap));
@@ -305,6 +316,14 @@ fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, 
         })
     };
     session.upstream_at_boundary(boundary);
+}
+
+/// A chunk's arrival and release as the observers take them, µs ([`micros`]): read once per
+/// chunk, here, rather than by each observer; usually the same instant, then read once.
+fn stamps(arrived: Instant, released: Instant) -> (u64, u64) {
+    let arrived_us = micros(arrived);
+    let released_us = if released == arrived { arrived_us } else { micros(released) };
+    (arrived_us, released_us)
 }
 
 /// A statement rttscope answers itself: how many client bytes it took, and the answer.
