@@ -238,6 +238,7 @@ mod tests {
         r
     }
 
+    /// The context the engine gives a ping on connection `conn`.
     fn context(conn: u64) -> Context {
         Context {
             scope: PatternScope::Connection(conn),
@@ -245,6 +246,7 @@ mod tests {
             origin: None,
             emulated: None,
             driver: None,
+            role: Role::of(&ping(conn, 0)),
         }
     }
 
