@@ -177,12 +177,6 @@ fn init_logging(config: &Config) {
 fn serve(config: Config) -> ExitCode {
     init_logging(&config);
     warn_unknown_env();
-    // One malloc arena per worker thread (at least 2), set before the runtime starts them:
-    // glibc's default (eight per core) let RSS creep in the soak while the heap stayed flat.
-    let arenas = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
-    if rttscope::sys::limit_malloc_arenas(arenas) {
-        tracing::debug!(arenas, "malloc arenas capped (MALLOC_ARENA_MAX overrides)");
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

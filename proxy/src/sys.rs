@@ -276,38 +276,9 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     nofile_limit()
 }
 
-/// Caps glibc malloc's arenas at `arenas`, unless `MALLOC_ARENA_MAX` is set (the operator's
-/// choice wins). glibc gives a thread that meets a locked arena one of its own, up to eight
-/// per core, and each arena keeps what a burst of connections freed: in the soak (1,000
-/// connections for 10 minutes, release build) RSS grew +3.0 MiB/min with glibc's default and
-/// was flat (−0.2 MiB/min) with 2 — while the live heap was flat in both. Returns whether the
-/// cap was set. Call it before any thread starts.
-#[cfg(target_env = "gnu")]
-pub fn limit_malloc_arenas(arenas: usize) -> bool {
-    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
-        return false;
-    }
-    let arenas = libc::c_int::try_from(arenas).unwrap_or(libc::c_int::MAX).max(1);
-    // SAFETY: mallopt sets one of glibc's malloc tunables and reads no memory of ours.
-    unsafe { libc::mallopt(libc::M_ARENA_MAX, arenas) == 1 }
-}
-
-/// Other C libraries have no arenas to cap.
-#[cfg(not(target_env = "gnu"))]
-pub fn limit_malloc_arenas(_arenas: usize) -> bool {
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    #[cfg(target_env = "gnu")]
-    fn glibc_takes_the_arena_cap() {
-        // The operator's MALLOC_ARENA_MAX wins; otherwise mallopt must accept the cap.
-        assert!(limit_malloc_arenas(4) || std::env::var_os("MALLOC_ARENA_MAX").is_some());
-    }
 
     #[test]
     fn layout_matches_the_kernel_abi() {
