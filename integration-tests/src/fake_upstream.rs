@@ -267,6 +267,26 @@ pub fn greeting_nonce(greeting: &[u8]) -> Option<Vec<u8>> {
     Some([part1, part2].concat())
 }
 
+/// Logs in by hand on `stream`, whose HandshakeV10 `greeting` was just read: a
+/// HandshakeResponse41 for `user`, `password` (mysql_native_password) and schema `db`.
+/// Panics unless the server answers OK.
+pub fn native_login(stream: &mut TcpStream, greeting: &[u8], user: &str, password: &str, db: &str) {
+    let nonce = greeting_nonce(greeting).expect("a nonce in the greeting");
+    let scramble = mysql_common::scramble::scramble_native(&nonce, password.as_bytes()).expect("a scramble");
+    let caps = CLIENT_LONG_PASSWORD
+        | CLIENT_CONNECT_WITH_DB
+        | CLIENT_PROTOCOL_41
+        | CLIENT_SECURE_CONNECTION
+        | CLIENT_PLUGIN_AUTH;
+    let mut response = handshake_response_head(caps);
+    for part in [user.as_bytes(), &[0, 20], &scramble, db.as_bytes(), b"\0mysql_native_password\0"] {
+        response.extend_from_slice(part);
+    }
+    stream.write_all(&packet(1, &response)).expect("the handshake response written");
+    let (seq, ok) = read_packet(stream).expect("the login's answer");
+    assert_eq!((seq, ok.first()), (2, Some(&0x00)), "login OK, got {ok:?}");
+}
+
 /// Reads until the peer closes (EOF or reset); returns what arrived before. Any other error,
 /// such as the socket's read timeout expiring, is returned: the peer did not close.
 pub fn read_until_closed(stream: &mut TcpStream) -> io::Result<Vec<u8>> {

@@ -11,9 +11,8 @@ use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 use rttscope_config::HumanDuration;
 use rttscope_integration_tests::fake_upstream::{
-    self, CLIENT_CONNECT_WITH_DB, CLIENT_LONG_PASSWORD, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41,
-    CLIENT_SECURE_CONNECTION, CLIENT_SSL, Ending, FakeUpstream, Script, greeting_nonce, handshake_response_head,
-    ok_packet, packet, read_packet, read_until_closed,
+    self, CLIENT_LONG_PASSWORD, CLIENT_PLUGIN_AUTH, CLIENT_PROTOCOL_41, CLIENT_SECURE_CONNECTION, CLIENT_SSL, Ending,
+    FakeUpstream, Script, handshake_response_head, native_login, ok_packet, packet, read_packet, read_until_closed,
 };
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb, native_opts};
 use rttscope_integration_tests::process::ProxyProcess;
@@ -328,21 +327,7 @@ fn closed(stream: &mut TcpStream) -> Vec<u8> {
 /// Logs in as `rtt_native` with mysql_native_password, by hand.
 fn raw_login(addr: SocketAddr) -> TcpStream {
     let (mut stream, greeting) = raw_client(addr);
-    let nonce = greeting_nonce(&greeting).expect("a nonce in the greeting");
-    let scramble = mysql_common::scramble::scramble_native(&nonce, NATIVE.password.as_bytes()).unwrap();
-
-    let caps = CLIENT_LONG_PASSWORD
-        | CLIENT_CONNECT_WITH_DB
-        | CLIENT_PROTOCOL_41
-        | CLIENT_SECURE_CONNECTION
-        | CLIENT_PLUGIN_AUTH;
-    let mut response = handshake_response_head(caps);
-    for part in [NATIVE.user.as_bytes(), &[0, 20], &scramble, DB.as_bytes(), b"\0mysql_native_password\0"] {
-        response.extend_from_slice(part);
-    }
-    stream.write_all(&packet(1, &response)).unwrap();
-    let (seq, ok) = read_packet(&mut stream).unwrap();
-    assert_eq!((seq, ok.first()), (2, Some(&0x00)), "login OK, got {ok:?}");
+    native_login(&mut stream, &greeting, NATIVE.user, NATIVE.password, DB);
     // COM_PING proves the session works before the test breaks it.
     stream.write_all(&packet(0, &[0x0E])).unwrap();
     let (seq, pong) = read_packet(&mut stream).unwrap();
