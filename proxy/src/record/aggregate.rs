@@ -323,26 +323,14 @@ impl Aggregates {
                 self.totals.connections += 1;
                 self.connections.insert(
                     *conn_id,
-                    Box::new(ConnectionStats {
-                        id: *conn_id,
-                        client: client.clone(),
-                        legs: Arc::new(legs.as_ref().clone()),
-                        user: user.clone(),
-                        schema: schema.clone(),
-                        opened_us: *at_us,
-                        closed_us: None,
-                        commands: 0,
-                        errors: 0,
-                        round_trips: 0,
-                        latency: Latency::new(),
-                        bytes_up: 0,
-                        bytes_down: 0,
-                        wire_up: 0,
-                        wire_down: 0,
-                        rows: 0,
-                        rtt_us: 0,
-                        injected_us: 0,
-                    }),
+                    Box::new(ConnectionStats::opened(
+                        *conn_id,
+                        client.clone(),
+                        Arc::new(legs.as_ref().clone()),
+                        user.clone(),
+                        schema.clone(),
+                        *at_us,
+                    )),
                 );
             }
             Event::Command(r) => self.command(r),
@@ -481,10 +469,24 @@ impl Aggregates {
 }
 
 impl ConnectionStats {
-    /// The same connection with nothing recorded yet: what a reset, or a new window slot,
-    /// starts from.
-    pub fn zeroed(self) -> ConnectionStats {
+    /// A connection accepted at `opened_us`, nothing recorded yet: the one place every
+    /// counter starts from.
+    fn opened(
+        id: u64,
+        client: Arc<str>,
+        legs: Arc<Legs>,
+        user: Arc<str>,
+        schema: Option<Arc<str>>,
+        opened_us: u64,
+    ) -> ConnectionStats {
         ConnectionStats {
+            id,
+            client,
+            legs,
+            user,
+            schema,
+            opened_us,
+            closed_us: None,
             commands: 0,
             errors: 0,
             round_trips: 0,
@@ -494,8 +496,19 @@ impl ConnectionStats {
             wire_up: 0,
             wire_down: 0,
             rows: 0,
+            rtt_us: 0,
             injected_us: 0,
-            ..self
+        }
+    }
+
+    /// The same connection with nothing recorded yet (its close and last RTT kept): what a
+    /// reset, or a new window slot, starts from.
+    pub fn zeroed(self) -> ConnectionStats {
+        let (closed_us, rtt_us) = (self.closed_us, self.rtt_us);
+        ConnectionStats {
+            closed_us,
+            rtt_us,
+            ..ConnectionStats::opened(self.id, self.client, self.legs, self.user, self.schema, self.opened_us)
         }
     }
 }
