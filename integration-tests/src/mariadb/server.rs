@@ -52,6 +52,10 @@ impl PrivateServer {
         install
             .arg("--no-defaults")
             .arg(format!("--datadir={}", dir.join("data").display()))
+            // The bootstrap server's temp tables in a dir of our own, as the server's below: a
+            // mariadbd starting meanwhile deletes every #sql* file in a shared /tmp (CI saw
+            // "Unknown table 'mysql.tmp_user_sys'" when the benches smoke test started two).
+            .arg(format!("--tmpdir={}", dir.display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve"])
             .args(INNODB_ARGS);
         if as_root {
