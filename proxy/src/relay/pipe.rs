@@ -44,6 +44,12 @@ pub(super) struct HalfPipe {
     unflushed: bool,
     /// Bytes were left waiting after the last write: the write that takes them is timed.
     left_waiting: bool,
+    /// The read side returned `Pending` during this wake-up, so its waker is registered:
+    /// it is not polled again until the task is woken ([`new_wake_up`](Self::new_wake_up)).
+    read_armed: bool,
+    /// A read error met while reading on after bytes had come: returned by the next fill,
+    /// once those bytes are on their way (a server's last ERR before its RST, say).
+    deferred_error: Option<io::Error>,
     last_late_write: Option<Instant>,
     /// Where bytes beyond `base` are accounted for, across connections.
     budget: Arc<BufferBudget>,
@@ -120,6 +126,8 @@ impl HalfPipe {
             peer_slow: false,
             unflushed: false,
             left_waiting: false,
+            read_armed: false,
+            deferred_error: None,
             last_late_write: None,
             budget,
         }
@@ -210,9 +218,19 @@ impl HalfPipe {
         Some(Fresh { range: 0..bytes.len(), arrived: now, released: now })
     }
 
+    /// The task was woken: whatever registered a waker before may have fired.
+    pub fn new_wake_up(&mut self) {
+        self.read_armed = false;
+    }
+
     /// Reads what `from` has into free space (unless `may_read` is false: the state
     /// machine has too much in flight). Returns what was read, if anything, for the
-    /// caller to scan; `moved` is set when the read made progress (data or EOF).
+    /// caller to scan. `moved` is set when the pump must turn again for this side: the
+    /// read made progress and did not end with the side's waker registered.
+    ///
+    /// Off an emulated link, it reads on until the socket has nothing more (or the buffer
+    /// is full): the read that finds nothing registers the waker now, so the pump needs
+    /// no second turn just to arm it — a turn is most of what a round trip costs here.
     pub fn poll_fill(
         &mut self,
         cx: &mut Context<'_>,
@@ -220,7 +238,10 @@ impl HalfPipe {
         may_read: bool,
         moved: &mut bool,
     ) -> Result<Option<Fresh>, RelayError> {
-        if !may_read || self.read_closed {
+        if let Some(e) = self.deferred_error.take() {
+            return Err(RelayError::io(from_peer, e));
+        }
+        if !may_read || self.read_closed || self.read_armed {
             return Ok(None);
         }
         // A large transfer is over (nothing buffered, nothing held on the emulated link):
@@ -232,24 +253,63 @@ impl HalfPipe {
         if self.end == self.buf.len() {
             return Ok(None);
         }
-        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
-        let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) else { return Ok(None) };
-        read.map_err(|e| RelayError::io(from_peer, e))?;
+        let start = self.end;
+        if !self.read_once(cx, from).map_err(|e| RelayError::io(from_peer, e))? {
+            return Ok(None);
+        }
         *moved = true;
-        let n = rb.filled().len();
-        if n == 0 {
-            self.read_closed = true;
+        if self.end == start {
+            // End of stream, nothing before it.
             return Ok(None);
         }
         let arrived = Instant::now();
         let released = match &mut self.line {
-            Some(line) => Instant::from_std(line.schedule(arrived.into_std(), n)),
-            None => arrived,
+            Some(line) => Instant::from_std(line.schedule(arrived.into_std(), self.end - start)),
+            None => {
+                loop {
+                    if self.read_closed || self.end == self.buf.len() {
+                        break;
+                    }
+                    match self.read_once(cx, from) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => {
+                            self.deferred_error = Some(e);
+                            break;
+                        }
+                    }
+                }
+                // Armed, or closed: nothing more to read on this side until woken.
+                *moved = !(self.read_armed || self.read_closed);
+                arrived
+            }
         };
-        let fresh = Fresh { range: self.end..self.end + n, arrived, released };
+        Ok(Some(Fresh { range: start..self.end, arrived, released }))
+    }
+
+    /// Whether this side could read and its waker is not registered: the pump must turn
+    /// again before it waits. A full buffer waits for its write instead (registered, or
+    /// timed on an emulated link), and growth beyond it is never retried here.
+    pub fn wants_read(&self, may_read: bool) -> bool {
+        may_read && !self.read_armed && !self.read_closed && (self.end < self.buf.len() || self.start > 0)
+    }
+
+    /// One read into the free space: false when nothing was there (the waker is then
+    /// registered); end of stream sets `read_closed`.
+    fn read_once(&mut self, cx: &mut Context<'_>, from: &mut Leg) -> io::Result<bool> {
+        let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
+        let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) else {
+            self.read_armed = true;
+            return Ok(false);
+        };
+        read?;
+        let n = rb.filled().len();
+        if n == 0 {
+            self.read_closed = true;
+        }
         self.end += n;
         self.read += n as u64;
-        Ok(Some(fresh))
+        Ok(true)
     }
 
     /// The bytes just read (valid until the next fill).
@@ -283,7 +343,9 @@ impl HalfPipe {
 
     /// Writes what is ready (on an emulated link, what is released) to `to`, and
     /// flushes what the leg holds back (TLS records, compressed frames). Returns
-    /// whether anything moved.
+    /// whether the pump must turn again for it: bytes were written and some are left
+    /// (the write's waker is not registered), or the room made may let this side read
+    /// where its read is not armed (a full buffer, say).
     pub fn poll_send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
         let mut moved = false;
         let ready = self.ready(cx);
@@ -315,6 +377,7 @@ impl HalfPipe {
             }
         }
         self.left_waiting = self.start != self.end;
+        let moved = moved && (self.left_waiting || !(self.read_armed || self.read_closed));
         if self.unflushed {
             match Pin::new(to).poll_flush(cx) {
                 Poll::Ready(flushed) => {

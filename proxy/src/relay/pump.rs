@@ -127,6 +127,9 @@ pub(super) async fn pump(
         // Likewise the shutdown watch: registered on the first turn, it wakes the task when
         // a drain starts.
         let mut first_turn = true;
+        // Reads armed on an earlier wake-up may have fired: both are polled again.
+        to_upstream.new_wake_up();
+        to_client.new_wake_up();
         loop {
             let mut progress = false;
             // One atomic load per turn; the settings are read only when they changed.
@@ -288,7 +291,12 @@ pub(super) async fn pump(
                 progress = true;
             }
 
-            if !progress {
+            // Every side that may read must have its waker registered before the task
+            // waits: a read left out this turn (too much in flight a moment ago, bytes
+            // seeded) is tried on another.
+            let another_turn =
+                progress || to_upstream.wants_read(session.accepts_commands()) || to_client.wants_read(true);
+            if !another_turn {
                 return Poll::Pending;
             }
             first_turn = false;

@@ -231,3 +231,43 @@ async fn a_late_write_is_activity_at_its_own_time() {
     let mut last_activity = read;
     assert_eq!(timeouts.check(check, &mut last_activity, None, None), Err(Ended::IdleTimeout));
 }
+
+/// More pipelined commands than the session follows at once (1,024): the pump stops
+/// reading the application, and must start again as answers come — reading it on a turn
+/// of its own, since nothing wakes it for bytes that were already waiting.
+#[tokio::test(start_paused = true)]
+async fn commands_pipelined_past_the_bound_are_all_forwarded_and_answered() {
+    let rig = Rig::start(None, None).await;
+    const COMMANDS: usize = 2_000;
+    let select = query("SELECT 1");
+    let burst: Vec<u8> = select.iter().copied().cycle().take(select.len() * COMMANDS).collect();
+    let Rig { app, server, pump, .. } = rig;
+    let (mut app_read, mut app_write) = app.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let sender = tokio::spawn(async move { app_write.write_all(&burst).await.unwrap() });
+    // The server reads until the pump stops sending (a virtual second with nothing new),
+    // then answers all it has in one write: an OK apiece.
+    let answer = ok(1, 0, AUTOCOMMIT);
+    let server = tokio::spawn(async move {
+        let (mut answered, mut unanswered, mut buf) = (0, Vec::new(), vec![0; 64 << 10]);
+        while answered < COMMANDS {
+            while let Ok(Ok(n @ 1..)) = tokio::time::timeout(Duration::from_secs(1), server_read.read(&mut buf)).await {
+                unanswered.extend_from_slice(&buf[..n]);
+            }
+            let commands = unanswered.len() / select.len();
+            unanswered.drain(..commands * select.len());
+            let answers: Vec<u8> = answer.iter().copied().cycle().take(answer.len() * commands).collect();
+            server_write.write_all(&answers).await.unwrap();
+            answered += commands;
+        }
+    });
+    let mut answers = vec![0; ok(1, 0, AUTOCOMMIT).len() * COMMANDS];
+    tokio::time::timeout(Duration::from_secs(60), app_read.read_exact(&mut answers))
+        .await
+        .expect("answers stopped coming: the pump stopped reading the application")
+        .unwrap();
+    sender.await.unwrap();
+    server.await.unwrap();
+    assert!(answers.chunks(ok(1, 0, AUTOCOMMIT).len()).all(|a| a == ok(1, 0, AUTOCOMMIT)), "an answer changed");
+    pump.abort();
+}
