@@ -35,6 +35,36 @@ impl Transport {
     }
 }
 
+/// An accepted socket on its way from the runtime that accepted it to the one that serves
+/// it ([`shards`](super::shards)): off the first one's reactor, not yet on the second's.
+pub(crate) enum Detached {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Transport {
+    /// Takes a plain socket off this runtime's reactor (it stays non-blocking).
+    pub(crate) fn detach(self) -> io::Result<Detached> {
+        match self {
+            Transport::Tcp(s) => s.into_std().map(Detached::Tcp),
+            Transport::Unix(s) => s.into_std().map(Detached::Unix),
+            Transport::ServerTls(_) | Transport::ClientTls(_) => {
+                Err(io::Error::other("a TLS stream cannot move between runtimes"))
+            }
+        }
+    }
+}
+
+impl Detached {
+    /// Registers the socket with the runtime this is called on.
+    pub(crate) fn attach(self) -> io::Result<Transport> {
+        match self {
+            Detached::Tcp(s) => TcpStream::from_std(s).map(Transport::Tcp),
+            Detached::Unix(s) => UnixStream::from_std(s).map(Transport::Unix),
+        }
+    }
+}
+
 macro_rules! each_transport {
     ($self:expr, $s:ident => $body:expr) => {
         match $self.get_mut() {

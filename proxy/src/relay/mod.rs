@@ -25,6 +25,7 @@ mod local;
 mod pipe;
 mod proxy_header;
 mod pump;
+mod shards;
 pub mod tls;
 mod upstream;
 
@@ -299,6 +300,7 @@ impl Proxy {
         let rejections = Arc::new(Semaphore::new(MAX_REJECTIONS_IN_FLIGHT));
         let drain = Arc::new(Drain::default());
         let mut tasks = JoinSet::new();
+        let mut shards = shards::Shards::start()?;
         // One descriptor held back: when the process runs out, it is given up to accept
         // the client that could not be, and tell it why.
         let mut reserve = std::fs::File::open("/dev/null").ok();
@@ -334,11 +336,22 @@ impl Proxy {
                     let watch = drain.watch(conn_id);
                     shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
                     let active = Active::count(shared.stats.clone());
-                    tasks.spawn(async move {
-                        connection::serve(client, peer, conn_id, shared, watch).await;
+                    // Served on a connection thread: the socket moves to its runtime.
+                    let client = match client.detach() {
+                        Ok(client) => client,
+                        Err(e) => {
+                            tracing::warn!(error = %e, %peer, "cannot hand the client to a connection thread; closing it");
+                            continue;
+                        }
+                    };
+                    tasks.spawn_on(async move {
+                        match client.attach() {
+                            Ok(client) => connection::serve(client, peer, conn_id, shared, watch).await,
+                            Err(e) => tracing::warn!(error = %e, %peer, "cannot register the client's socket; closing it"),
+                        }
                         // Also when the task is aborted at the end of the grace period.
                         drop((active, permit));
-                    });
+                    }, shards.next());
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
                 () = &mut shutdown => break,
