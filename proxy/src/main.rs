@@ -18,13 +18,6 @@ use rttscope_config::{
     ADMIN_TOKEN_ENV, AdminConfig, Config, ConfigError, LogFormat, Overrides, Setting, env_settings, flag_setting,
 };
 
-/// mimalloc, not glibc's malloc, for the binary only (the library leaves the choice to
-/// whoever links it): in the soak (1,000 connections, 10 minutes) glibc's RSS climbed
-/// +4.2 MiB/min to the end while the live heap stayed flat; mimalloc's is flat from the
-/// first minute. It starts higher: see the README's soak table.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
