@@ -100,6 +100,17 @@ impl BufferBudget {
     }
 }
 
+/// A zeroed buffer whose pages are in memory now. `vec![0; n]` asks the allocator for
+/// zeroed memory, which it may hand out untouched: the pages would then become resident
+/// only when a large result first fills them, and RSS would climb for as long as
+/// connections keep meeting their first large result (the soak saw minutes of it). Written
+/// here, each connection's memory is taken at login and stays what it is.
+fn resident(size: usize) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(size);
+    buf.resize(size, 0);
+    buf
+}
+
 /// Bytes just read: where they are in the buffer, when they arrived, and when they go
 /// on (later only on an emulated link).
 pub(super) struct Fresh {
@@ -112,7 +123,7 @@ impl HalfPipe {
     pub fn new(size: usize, budget: Arc<BufferBudget>) -> HalfPipe {
         budget.total.fetch_add(size as u64, Ordering::Relaxed);
         HalfPipe {
-            buf: vec![0; size],
+            buf: resident(size),
             base: size,
             capacity: size,
             start: 0,
@@ -137,7 +148,7 @@ impl HalfPipe {
     fn shrink(&mut self) {
         let extra = self.buf.len().saturating_sub(self.base);
         if extra > 0 && self.start == self.end {
-            self.buf = vec![0; self.base];
+            self.buf = resident(self.base);
             (self.start, self.end) = (0, 0);
             self.budget.give_back(extra as u64);
             self.budget.total.fetch_sub(extra as u64, Ordering::Relaxed);
