@@ -8,6 +8,8 @@
 //! more than the frames' headers promise. Then the same bytes, taken as a packet stream,
 //! are encoded into frames and must decode back to themselves.
 
+use std::cell::RefCell;
+
 use rttscope::protocol::compress::{Algorithm, FrameDecoder, FrameEncoder, MAX_FRAME_LEN};
 
 use super::Input;
@@ -21,7 +23,7 @@ pub fn run(data: &[u8]) {
     let writes: Vec<usize> = input.bytes(n).iter().map(|&b| usize::from(b) + 1).collect();
     let stream = input.rest();
 
-    let whole = decode(algorithm, stream, &[stream.len().max(1)], &[1 << 20]);
+    let whole = decode(algorithm, stream, &[stream.len().max(1)], &[ROOM]);
     let pieces = decode(algorithm, stream, &reads, &writes);
     match (&whole, &pieces) {
         (Ok(a), Ok(b)) => assert_eq!(a, b, "read sizes {reads:?} and output sizes {writes:?} changed the output"),
@@ -33,12 +35,29 @@ pub fn run(data: &[u8]) {
     }
 
     // Encoding arbitrary bytes and decoding them gives them back.
-    let mut encoder = FrameEncoder::new(algorithm);
     let mut frames = Vec::new();
-    for (seq, chunk) in stream.chunks(MAX_FRAME_LEN.min(reads.first().copied().unwrap_or(4096) * 64)).enumerate() {
-        encoder.encode(seq as u8, chunk, &mut frames);
+    let mut encode = |encoder: &mut FrameEncoder| {
+        for (seq, chunk) in stream.chunks(MAX_FRAME_LEN.min(reads.first().copied().unwrap_or(4096) * 64)).enumerate() {
+            encoder.encode(seq as u8, chunk, &mut frames);
+        }
+    };
+    match algorithm {
+        Algorithm::Zlib => ZLIB.with_borrow_mut(encode),
+        Algorithm::Zstd { .. } => encode(&mut FrameEncoder::new(algorithm)),
     }
-    assert_eq!(decode(algorithm, &frames, &[frames.len().max(1)], &[1 << 20]).as_deref(), Ok(stream));
+    assert_eq!(decode(algorithm, &frames, &[frames.len().max(1)], &[ROOM]).as_deref(), Ok(stream));
+}
+
+/// The largest output buffer `decode` hands the decoder.
+const ROOM: usize = 1 << 20;
+
+thread_local! {
+    /// One zlib encoder for every input, as the relay keeps one per connection: setting up
+    /// zlib's state was a large share of a run, and `encode` resets it before every frame.
+    static ZLIB: RefCell<FrameEncoder> = RefCell::new(FrameEncoder::new(Algorithm::Zlib));
+    /// `decode`'s output buffer, allocated once: zeroing a fresh 1 MiB per turn was most of
+    /// the harness's time. What it held before does not matter, the decoder only writes it.
+    static OUTPUT: RefCell<Vec<u8>> = RefCell::new(vec![0; ROOM]);
 }
 
 /// Decodes `stream` in reads of `reads` sizes (cycled) into output buffers of `writes`
@@ -46,15 +65,25 @@ pub fn run(data: &[u8]) {
 fn decode(algorithm: Algorithm, stream: &[u8], reads: &[usize], writes: &[usize]) -> Result<Vec<u8>, ()> {
     let mut decoder = FrameDecoder::new(algorithm).map_err(drop)?;
     let reads = if reads.is_empty() { &[stream.len().max(1)][..] } else { reads };
-    let writes = if writes.is_empty() { &[1 << 20][..] } else { writes };
+    let writes = if writes.is_empty() { &[ROOM][..] } else { writes };
+    OUTPUT.with_borrow_mut(|buffer| decode_into(&mut decoder, stream, reads, writes, buffer))
+}
+
+fn decode_into(
+    decoder: &mut FrameDecoder,
+    stream: &[u8],
+    reads: &[usize],
+    writes: &[usize],
+    buffer: &mut [u8],
+) -> Result<Vec<u8>, ()> {
     let mut out = Vec::new();
     let (mut at, mut turn) = (0, 0usize);
     // Every turn makes progress or the stream is over: bounded by input and output.
     let mut idle = 0;
     while at < stream.len() || idle == 0 {
         let end = (at + reads[turn % reads.len()]).min(stream.len());
-        let mut room = vec![0u8; writes[turn % writes.len()]];
-        let (used, made) = decoder.decode(&stream[at..end], &mut room).map_err(drop)?;
+        let room = &mut buffer[..writes[turn % writes.len()]];
+        let (used, made) = decoder.decode(&stream[at..end], room).map_err(drop)?;
         assert!(used <= end - at && made <= room.len());
         out.extend_from_slice(&room[..made]);
         at += used;

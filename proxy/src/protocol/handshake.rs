@@ -168,6 +168,9 @@ pub struct HandshakeResponse41 {
     absent: u64,
     /// The packet ends inside its schema or plugin name, with no NUL.
     unterminated: bool,
+    /// `CLIENT_CONNECT_ATTRS` is set and the packet has an attribute block that cannot be
+    /// walked (a length beyond the packet): nothing after it can be found.
+    attributes_unreadable: bool,
 }
 
 /// Connection attributes kept from a handshake response.
@@ -238,11 +241,15 @@ impl HandshakeResponse41 {
                 None => absent |= CLIENT_PLUGIN_AUTH,
             }
         }
+        let mut attributes_unreadable = false;
         let (attributes, attributes_end) = if capabilities & CLIENT_CONNECT_ATTRS != 0 {
             if at >= payload.len() {
                 absent |= CLIENT_CONNECT_ATTRS;
             }
-            attributes(payload, at).unwrap_or((Vec::new(), payload.len()))
+            attributes(payload, at).unwrap_or_else(|| {
+                attributes_unreadable = at < payload.len();
+                (Vec::new(), payload.len())
+            })
         } else {
             (Vec::new(), at.min(payload.len()))
         };
@@ -259,6 +266,7 @@ impl HandshakeResponse41 {
             attributes_end,
             absent,
             unterminated,
+            attributes_unreadable,
         })
     }
 
@@ -266,6 +274,12 @@ impl HandshakeResponse41 {
     /// `CLIENT_CONNECT_ATTRS` that promise a field the packet ends before.
     pub fn absent_fields(&self) -> u64 {
         self.absent
+    }
+
+    /// Whether `CLIENT_CONNECT_ATTRS` is set and the attribute block there cannot be walked
+    /// (its length runs past the packet): no field after it, the zstd level, can be read.
+    pub fn attributes_unreadable(&self) -> bool {
+        self.attributes_unreadable
     }
 
     /// The value of connection attribute `key`.
@@ -287,10 +301,16 @@ impl HandshakeResponse41 {
     /// `CLIENT_PLUGIN_AUTH` itself, "some clients lie"; a missing schema or attribute block
     /// is empty), with the level where it looks for it (found by the `handshake` fuzz
     /// target: a level of 0 became an empty plugin name).
+    ///
+    /// Behind an attribute block that cannot be walked (its length runs past the packet) no
+    /// reader finds a level, and the server refuses such a packet whatever follows: no level
+    /// is written then, and `zstd_level` says so (found by the
+    /// `handshake` fuzz target: a level appended there read back as none).
     pub fn rewrite(&mut self, payload: &mut Vec<u8>, capabilities: u64, zstd_level: Option<u8>) {
         let mut capabilities =
             if capabilities & CLIENT_MYSQL == 0 { capabilities } else { capabilities & u64::from(u32::MAX) };
-        let level = zstd_level.filter(|_| capabilities & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0);
+        let level =
+            zstd_level.filter(|_| capabilities & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0 && !self.attributes_unreadable);
         payload.truncate(self.attributes_end.min(payload.len()));
         if level.is_some() {
             if std::mem::take(&mut self.unterminated) {
