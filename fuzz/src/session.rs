@@ -157,7 +157,9 @@ impl Observer for Checker {
     }
 
     fn result_set(&mut self, columns: u32) {
-        assert!(columns > 0 && columns <= u32::from(u16::MAX));
+        // The session's own bound (`MAX_RESULT_COLUMNS`, private there): a result joining
+        // tables may have more than 65,535 columns (MariaDB's own tests send 68,001).
+        assert!(columns > 0 && columns <= 1 << 20, "{columns} columns");
         self.recorder.result_set(columns);
     }
 
