@@ -4,8 +4,9 @@
 //! Why not the process's work-stealing runtime: a connection is one task that wakes twice
 //! per round trip, and each wake-up there pays for what one task never uses — the queues
 //! and atomics other workers could steal through, and the scheduler's own statistics
-//! (`powf` on every batch). A runtime per thread runs the same task for about 1,300 fewer
-//! instructions per round trip (callgrind, `scripts/bench.sh --only f`). Connections are
+//! (`powf` on every batch). A runtime per thread runs the same task for about 1,500 fewer
+//! instructions per round trip (callgrind, `scripts/bench.sh --only f`: 1,575 recording on,
+//! 1,440 off). Connections are
 //! dealt out in turn; the rest of rttscope (accepting, the collector, the admin API) stays
 //! on the main runtime.
 
