@@ -14,6 +14,7 @@ use super::handshake::{Ending, Handshake, Settings, handshake};
 use super::leg::Transport;
 use super::pump::{Ended, Legs, Observers, PumpSettings, pump};
 use super::upstream::dial;
+use super::timers;
 use crate::inject::InjectBinding;
 use crate::link::Probe;
 use crate::live::LiveConnection;
@@ -227,7 +228,7 @@ async fn tell_client(
 ) {
     let seq = session.response_seq().unwrap_or(1);
     let packet = err_packet(seq, code, state, message, true);
-    let _ = tokio::time::timeout(config.limits.handshake_timeout.0, async {
+    let _ = timers::timeout(config.limits.handshake_timeout.0, async {
         legs.client.write_all(&packet).await?;
         legs.client.flush().await
     })

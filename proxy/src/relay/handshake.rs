@@ -25,6 +25,7 @@ use super::leg::{Leg, Transport};
 use super::proxy_header::{First, read_first_client_packet};
 use super::pump::Observers;
 use super::tls::{ClientSideTls, TlsInfo, UpstreamSideTls};
+use super::timers;
 use crate::inject::{InjectBinding, InjectControl};
 use crate::live::Legs;
 use crate::protocol::compress::Algorithm;
@@ -178,7 +179,7 @@ pub(super) async fn handshake(
         let Transport::Tcp(tcp) = client else {
             return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsOff).await;
         };
-        let accepted = tokio::time::timeout(s.timeout, tls.acceptor.accept(tcp)).await;
+        let accepted = timers::timeout(s.timeout, tls.acceptor.accept(tcp)).await;
         let stream = match accepted {
             Ok(Ok(stream)) => stream,
             // Nothing can reach a client whose TLS handshake failed: log and close.
@@ -245,7 +246,7 @@ pub(super) async fn handshake(
             if let Some(err) = witness.as_ref().and_then(server_refusal) {
                 return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
             }
-            match tokio::time::timeout(s.timeout, tls.connector.connect(tls.server_name.clone(), upstream)).await {
+            match timers::timeout(s.timeout, tls.connector.connect(tls.server_name.clone(), upstream)).await {
                 Ok(Ok(stream)) => {
                     upstream_tls_info = Some(TlsInfo::of(stream.get_ref().1));
                     Transport::ClientTls(Box::new(stream))
@@ -309,7 +310,7 @@ pub(super) async fn handshake(
     if !rtt.is_zero() {
         let tls_round_trips = upstream_tls_info.as_ref().map_or(0, TlsInfo::handshake_round_trips);
         held = rtt * (2 + tls_round_trips);
-        tokio::time::sleep(held).await;
+        timers::sleep(held).await;
     }
     let legs = Legs {
         client_tls,
@@ -330,7 +331,7 @@ pub(super) async fn handshake(
     let mut upstream = Framed::new(upstream);
     let delta = upstream_seq.wrapping_sub(seq);
     let auth = relay_auth(&mut client, &mut upstream, delta, rtt, &mut session, tap);
-    let logged_in = match tokio::time::timeout(s.timeout, auth).await {
+    let logged_in = match timers::timeout(s.timeout, auth).await {
         // The client waits for the login's answer: a reset or a close from the server
         // becomes an ERR saying so, as a stalled login does.
         Ok(Err(RelayError::Upstream(e))) => {
@@ -491,7 +492,7 @@ async fn relay_auth(
             let arrived = Instant::now();
             let due = sent + rtt;
             if due > arrived {
-                tokio::time::sleep_until(due).await;
+                timers::sleep_until(due).await;
             }
             tap.arrived(Direction::ToClient, micros(arrived), micros(due.max(arrived)), packet.len());
             upstream_view.scan(&packet, &mut session.upstream(tap));
@@ -609,7 +610,7 @@ async fn within<T>(
     what: &'static str,
     step: impl Future<Output = Result<T, RelayError>>,
 ) -> Result<T, RelayError> {
-    tokio::time::timeout(timeout, step).await.unwrap_or(Err(RelayError::Timeout(what, timeout)))
+    timers::timeout(timeout, step).await.unwrap_or(Err(RelayError::Timeout(what, timeout)))
 }
 
 /// Reads exactly one packet (header and payload, nothing beyond: TLS may start next).

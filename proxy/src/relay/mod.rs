@@ -26,6 +26,7 @@ mod pipe;
 mod proxy_header;
 mod pump;
 mod shards;
+mod timers;
 pub mod tls;
 mod upstream;
 

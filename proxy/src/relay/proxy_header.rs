@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 use super::error::RelayError;
 use super::handshake::{read_payload, write_all};
 use super::leg::Transport;
+use super::timers;
 use crate::protocol::Peer;
 
 /// The client's first packet. A PROXY protocol header before it (v1 `PROXY TCP4 ...\r\n`, or
@@ -108,7 +109,7 @@ async fn proxy_header(client: &mut Transport, head: [u8; 4]) -> Result<ProxyHead
             if line.len() >= PROXY_V1_MAX {
                 return Ok(ProxyHeader::Unreadable(line));
             }
-            match tokio::time::timeout(PAUSE, client.read_u8()).await {
+            match timers::timeout(PAUSE, client.read_u8()).await {
                 Ok(byte) => line.push(byte.map_err(io_error)?),
                 Err(_) => return Ok(ProxyHeader::Unreadable(line)),
             }
@@ -121,7 +122,7 @@ async fn proxy_header(client: &mut Transport, head: [u8; 4]) -> Result<ProxyHead
         header.resize(16, 0);
         let mut have = 4;
         while have < header.len() {
-            match tokio::time::timeout(PAUSE, client.read(&mut header[have..])).await {
+            match timers::timeout(PAUSE, client.read(&mut header[have..])).await {
                 Ok(Ok(0)) => return Err(io_error(std::io::ErrorKind::UnexpectedEof.into())),
                 Ok(Ok(n)) => have += n,
                 Ok(Err(e)) => return Err(io_error(e)),

@@ -26,6 +26,7 @@ use super::error::RelayError;
 use super::leg::{Leg, Transport};
 use super::local::{self, LocalAnswers, LocalContext, LocalReply};
 use super::pipe::{BufferBudget, Fresh, HalfPipe};
+use super::timers;
 use crate::inject::InjectBinding;
 use crate::link::Probe;
 use crate::protocol::{Direction, PacketScanner, Peer, Session};
@@ -104,7 +105,7 @@ pub(super) async fn pump(
     // times; the timer is reset when it fires, never on the forwarding path.
     let mut timeouts = Timeouts::new(settings);
     let mut last_activity = Instant::now();
-    let timer = tokio::time::sleep_until(timeouts.first(last_activity));
+    let timer = timers::sleep_until(timeouts.first(last_activity));
     tokio::pin!(timer);
 
     let mut held_off = false;

@@ -27,13 +27,18 @@ impl Shards {
     /// One thread per CPU this process may use (at least one).
     pub fn start() -> io::Result<Shards> {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        // Connection timers live on the runtime that starts the shards (`timers`).
+        let timers = Handle::current();
         let mut shards = Shards { handles: Vec::with_capacity(threads), _stops: Vec::new(), next: 0 };
         for i in 0..threads {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            // No timer driver: it would cost every park (`timers`).
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+            let timers = timers.clone();
             let (stop, stopped) = oneshot::channel::<()>();
             shards.handles.push(runtime.handle().clone());
             shards._stops.push(stop);
             std::thread::Builder::new().name(format!("rttscope-conn-{i}")).spawn(move || {
+                super::timers::keep_on(timers);
                 runtime.block_on(async {
                     let _ = stopped.await;
                 });

@@ -9,6 +9,8 @@ use rttscope_config::{RelayConfig, UpstreamAddr};
 use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpSocket, TcpStream};
 
+use super::timers;
+
 /// Why the upstream could not be reached; shown to the client in an ERR packet.
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
@@ -63,7 +65,7 @@ pub async fn dial(
         }
         Err(last)
     };
-    tokio::time::timeout(timeout, attempt)
+    timers::timeout(timeout, attempt)
         .await
         .unwrap_or_else(|_| Err(DialError::Timeout { addr: addr.clone(), timeout }))
 }
