@@ -76,7 +76,7 @@ fn a_past_window_slot_of_a_thousand_connections_is_small() {
             r.bytes_up = 40;
             r.bytes_down = 120;
             r.rows = 1;
-            windows.apply(&Event::Command(r));
+            windows.apply(&Event::Command(Box::new(r)));
         }
         live_after.push(LIVE.load(Ordering::Relaxed));
     }

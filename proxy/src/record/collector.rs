@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::{Aggregates, Event, MeasureBudget};
+use super::{Aggregates, Event, MeasureBudget, pool};
 
 /// Something else that wants every event, in order (a detector). Gets
 /// them a batch at a time, so it can take its own lock once per batch.
@@ -63,7 +63,11 @@ impl Collector {
                 consumer.events(&batch);
             }
             let full = batch.len() == BATCH;
-            batch.clear();
+            for event in batch.drain(..) {
+                if let Event::Command(record) = event {
+                    pool::recycle(record);
+                }
+            }
             if !full {
                 tokio::time::sleep(GATHER).await;
             }

@@ -13,7 +13,6 @@ use crate::live::Legs;
 /// What the relay tells the collector. Records travel inline (no box): the
 /// channel's slots are allocated in blocks, so a record costs no allocation.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
 pub enum Event {
     /// A client logged in (the handshake was relayed).
     Connected {
@@ -31,7 +30,7 @@ pub enum Event {
         at_us: u64,
     },
     /// A command and its response.
-    Command(CommandRecord),
+    Command(Box<CommandRecord>),
     /// The server accepted a new default schema or user (`COM_INIT_DB`,
     /// `USE`, `COM_CHANGE_USER`).
     Identity {

@@ -33,6 +33,7 @@ mod event;
 mod latency;
 mod metric_state;
 mod origin;
+mod pool;
 mod recorder;
 mod retransmits;
 mod rows;

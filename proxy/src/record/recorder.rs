@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
+use super::pool;
 use super::retransmits::RetransmissionWatch;
 use super::rows::RowSample;
 use super::statements::{LAST_PREPARED, Statement, Statements};
@@ -36,7 +37,9 @@ const SETUP_ROUND_TRIPS: u32 = 2;
 /// A command sent and not yet answered.
 #[derive(Debug)]
 struct InFlight {
-    record: CommandRecord,
+    /// Boxed: a record is a few hundred bytes, and it moves from here to the retransmission
+    /// watch, into the channel and out to the collector; a box moves as a pointer.
+    record: Box<CommandRecord>,
     /// For COM_STMT_PREPARE: the statement to remember once the server accepts it.
     prepare: Option<Statement>,
     /// A `SET sql_mode` that turns `ANSI_QUOTES` on or off once the server accepts it.
@@ -117,9 +120,9 @@ impl Recorder {
 
     /// A record whose statement is filled in by the caller (SQL, or the
     /// prepared statement) or, failing that, named after the command.
-    fn blank(&mut self, command: u8) -> CommandRecord {
+    fn blank(&mut self, command: u8) -> Box<CommandRecord> {
         let request_us = self.started_us.take().unwrap_or(self.now_us);
-        CommandRecord::new(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us)
+        pool::boxed(CommandRecord::new(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us))
     }
 
     /// Attributes a `COM_STMT_*` command to the statement it names.

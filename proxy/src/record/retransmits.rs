@@ -11,7 +11,7 @@ use crate::socket::LossCounters;
 #[derive(Debug, Default)]
 pub struct RetransmissionWatch {
     /// A finished record waiting for the reading after its response's end.
-    pending: Option<CommandRecord>,
+    pending: Option<Box<CommandRecord>>,
     /// The counters at the previous response's end: where the pending command's window began.
     baseline: Option<LossCounters>,
     latest: Option<LossCounters>,
@@ -21,7 +21,7 @@ impl RetransmissionWatch {
     /// A record just finished: held until the next reading when readings come (a TCP
     /// upstream), else handed back at once. Returns what is to be sent now: it, or the
     /// record held before it (pipelined commands finishing in one read).
-    pub fn finished(&mut self, record: CommandRecord) -> Option<CommandRecord> {
+    pub fn finished(&mut self, record: Box<CommandRecord>) -> Option<Box<CommandRecord>> {
         if self.latest.is_none() {
             return Some(record);
         }
@@ -31,7 +31,7 @@ impl RetransmissionWatch {
     }
 
     /// A reading of the counters: settles the pending record, if any.
-    pub fn counters(&mut self, counters: &LossCounters) -> Option<CommandRecord> {
+    pub fn counters(&mut self, counters: &LossCounters) -> Option<Box<CommandRecord>> {
         self.latest = Some(*counters);
         if self.baseline.is_none() {
             self.baseline = Some(*counters);
@@ -40,10 +40,7 @@ impl RetransmissionWatch {
     }
 
     /// Settles the pending record with the latest reading (something else happened first).
-    pub fn flush(&mut self) -> Option<CommandRecord> {
-        // Usually nothing is held when asked (every chunk asks): answered without moving the
-        // empty slot, a record's size, out and back.
-        self.pending.as_ref()?;
+    pub fn flush(&mut self) -> Option<Box<CommandRecord>> {
         let mut record = self.pending.take()?;
         if let (Some(latest), Some(baseline)) = (self.latest, self.baseline) {
             record.retransmission_wait = latest.retransmission_moved(&baseline);
@@ -60,8 +57,8 @@ mod tests {
     use super::*;
     use crate::fingerprint::FingerprintId;
 
-    fn record() -> CommandRecord {
-        CommandRecord::new(1, 3, FingerprintId(7), Arc::from("SELECT ?"), 0)
+    fn record() -> Box<CommandRecord> {
+        Box::new(CommandRecord::new(1, 3, FingerprintId(7), Arc::from("SELECT ?"), 0))
     }
 
     #[test]

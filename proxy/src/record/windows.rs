@@ -236,7 +236,7 @@ mod tests {
         r.kind = StatementKind::Select;
         r.last_byte_us = at_us;
         r.round_trips = 1;
-        Event::Command(r)
+        Event::Command(Box::new(r))
     }
 
     fn windows(max_secs: u64) -> Windows {

@@ -65,9 +65,7 @@ pub async fn dial(
         }
         Err(last)
     };
-    timers::timeout(timeout, attempt)
-        .await
-        .unwrap_or_else(|_| Err(DialError::Timeout { addr: addr.clone(), timeout }))
+    timers::timeout(timeout, attempt).await.unwrap_or_else(|_| Err(DialError::Timeout { addr: addr.clone(), timeout }))
 }
 
 /// Says once, at start, that fixed upstream buffers turn the kernel's autotuning off (it is

@@ -29,7 +29,7 @@ impl Script {
     fn query(&mut self, conn: u64, sql: &str, rows: u64, sample: Option<Vec<u64>>, latency_us: u64, gap_us: u64) {
         let mut r = record(conn, COM_QUERY, sql, rows, self.now_us, latency_us);
         r.sample = sample.map(Vec::into_boxed_slice);
-        self.engine.observe(&Event::Command(r));
+        self.engine.observe(&Event::Command(Box::new(r)));
         self.now_us += latency_us + gap_us;
     }
 
@@ -40,7 +40,7 @@ impl Script {
 
     fn command(&mut self, r: CommandRecord) {
         self.now_us = r.last_byte_us + 50;
-        self.engine.observe(&Event::Command(r));
+        self.engine.observe(&Event::Command(Box::new(r)));
     }
 
     fn connect(&mut self, conn: u64, user: &str) {
@@ -363,7 +363,7 @@ fn pipelined_commands_cost_their_union_not_their_sum() {
     for id in 0..50u64 {
         let mut r = record(1, COM_QUERY, &format!("INSERT INTO t (id) VALUES ({id})"), 0, start, 100 * (id + 1) + 100);
         r.round_trips = u32::from(id % 10 == 0);
-        s.engine.observe(&Event::Command(r));
+        s.engine.observe(&Event::Command(Box::new(r)));
     }
     let f = &s.of(Kind::RepeatedWrite)[0].finding;
     assert_eq!((f.cost_us, f.elapsed_us, f.round_trips), (5_100, 5_100, 5));
@@ -514,7 +514,7 @@ fn a_loop_over_an_emulated_link_is_projected_from_what_the_link_did_not_add() {
     // 300 µs), and the application's 100 and 50 µs between them.
     let mut parent = record(1, COM_QUERY, "SELECT emp_no, first_name FROM employees LIMIT 100", 100, s.now_us, 17_000);
     (parent.sample, parent.injected_us) = (Some(employees(64).into_boxed_slice()), 15_000);
-    s.engine.observe(&Event::Command(parent));
+    s.engine.observe(&Event::Command(Box::new(parent)));
     s.now_us += 17_100;
     for id in 10001..10031 {
         let mut r =

@@ -114,7 +114,7 @@ mod tests {
         r.kind = StatementKind::Select;
         r.last_byte_us = 1000 + latency_us;
         r.round_trips = 1;
-        Event::Command(r)
+        Event::Command(Box::new(r))
     }
 
     /// Merging per-slot aggregates gives what one aggregate of every event gives.

@@ -15,10 +15,10 @@ fn record(fingerprint: u64, command: u8, latency_us: u64, rows: u64) -> CommandR
 #[test]
 fn executions_and_round_trips_are_counted_apart() {
     let mut a = Aggregates::new(10, 0);
-    a.apply(&Event::Command(record(7, COM_STMT_PREPARE, 100, 0)));
-    a.apply(&Event::Command(record(7, COM_STMT_EXECUTE, 200, 0)));
+    a.apply(&Event::Command(Box::new(record(7, COM_STMT_PREPARE, 100, 0))));
+    a.apply(&Event::Command(Box::new(record(7, COM_STMT_EXECUTE, 200, 0))));
     for _ in 0..3 {
-        a.apply(&Event::Command(record(7, COM_STMT_FETCH, 50, 100)));
+        a.apply(&Event::Command(Box::new(record(7, COM_STMT_FETCH, 50, 100))));
     }
     let q = a.query(FingerprintId(7)).unwrap();
     assert_eq!((q.count, q.round_trips, q.rows_sum, q.rows_max), (1, 5, 300, 100));
@@ -31,10 +31,10 @@ fn executions_and_round_trips_are_counted_apart() {
 fn distinct_statements_without_end_stay_bounded() {
     let mut a = Aggregates::new(100, 0);
     // One slow statement that must survive every fold.
-    a.apply(&Event::Command(record(u64::MAX, COM_QUERY, 10_000_000, 1)));
+    a.apply(&Event::Command(Box::new(record(u64::MAX, COM_QUERY, 10_000_000, 1))));
     // 200,000 classes through a 100-entry table: 1,000 folds.
     for i in 1..=200_000u64 {
-        a.apply(&Event::Command(record(i, COM_QUERY, 1 + i % 1000, 1)));
+        a.apply(&Event::Command(Box::new(record(i, COM_QUERY, 1 + i % 1000, 1))));
         assert!(a.queries.len() < 200, "at {i}: {}", a.queries.len());
     }
     let listed = a.queries();
@@ -59,7 +59,7 @@ fn reset_keeps_open_connections() {
         schema: None,
         at_us: 0,
     });
-    a.apply(&Event::Command(record(1, COM_QUERY, 10, 1)));
+    a.apply(&Event::Command(Box::new(record(1, COM_QUERY, 10, 1))));
     a.reset(99);
     assert!(a.queries().is_empty());
     assert_eq!(a.live_connections().len(), 1);
@@ -84,8 +84,8 @@ fn the_emulated_time_of_a_command_is_within_its_own() {
         schema: None,
         at_us: 0,
     });
-    a.apply(&Event::Command(query));
-    a.apply(&Event::Command(quit));
+    a.apply(&Event::Command(Box::new(query)));
+    a.apply(&Event::Command(Box::new(quit)));
     assert_eq!((a.totals.time_us, a.totals.injected_us), (15_300, 15_000));
     assert_eq!(a.query(FingerprintId(8)).map(|q| q.injected_us), Some(0));
     assert_eq!(a.connection(1).map(|c| c.injected_us), Some(15_000));

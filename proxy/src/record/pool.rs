@@ -1,0 +1,34 @@
+//! The boxes command records travel in, handed back by the collector once it has read
+//! them. A record is allocated on a connection thread and read on the collector's: a fresh
+//! box for each one made the allocator take the slow path on both threads (a free from
+//! another thread's arena, then a malloc its cache could not serve), about 400
+//! instructions per command (callgrind, `scripts/bench.sh --only f`). Bounded: past
+//! [`KEPT`] boxes waiting, the collector frees them instead.
+
+use std::sync::LazyLock;
+
+use crossbeam_queue::ArrayQueue;
+
+use super::CommandRecord;
+
+/// Boxes kept for reuse, a few hundred bytes each: the most commands the collector reads
+/// in a couple of batches.
+const KEPT: usize = 1024;
+
+static FREE: LazyLock<ArrayQueue<Box<CommandRecord>>> = LazyLock::new(|| ArrayQueue::new(KEPT));
+
+/// `record` in a box, a used one if the collector has handed one back.
+pub fn boxed(record: CommandRecord) -> Box<CommandRecord> {
+    match FREE.pop() {
+        Some(mut used) => {
+            *used = record;
+            used
+        }
+        None => Box::new(record),
+    }
+}
+
+/// A box the collector is done with, for the next record (freed if enough are waiting).
+pub fn recycle(record: Box<CommandRecord>) {
+    let _ = FREE.push(record);
+}
