@@ -14,7 +14,7 @@ use super::compression::{self, Compression};
 use super::cursors::Cursors;
 use super::loops::Loops;
 use super::pages::Pages;
-use super::run::{Context, Detector, Role, Run};
+use super::run::{Context, Detector, Roles, Run};
 use super::whatif::{self, projections};
 use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
 use crate::record::{CommandRecord, Consumer, Event};
@@ -51,6 +51,7 @@ pub struct FindingsEngine {
     pub counts: BTreeMap<&'static str, u64>,
     log_window: (u64, u32),
     unnamed: Arc<str>,
+    roles: Roles,
 }
 
 impl FindingsEngine {
@@ -79,6 +80,7 @@ impl FindingsEngine {
             counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
             log_window: (0, 0),
             unnamed: Arc::from(""),
+            roles: Roles::default(),
         }
     }
 
@@ -135,7 +137,7 @@ impl FindingsEngine {
             origin: r.origin.clone(),
             emulated: self.emulated,
             driver: self.drivers.get(&r.conn_id).copied(),
-            role: Role::of(r),
+            role: self.roles.of(r),
         };
         let reference = self.reference_rtt_us;
         let mut newly = Vec::new();

@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::{Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::*;
@@ -307,6 +309,34 @@ impl Role {
             COM_RESET_CONNECTION | COM_CHANGE_USER => Role::Boundary,
             _ => Role::Other,
         }
+    }
+}
+
+/// Statements whose role [`Roles`] remembers before it forgets them all and starts again.
+const MAX_REMEMBERED_ROLES: usize = 16_384;
+
+/// [`Role::of`], remembered by statement: a statement's role is read from its text (a
+/// substring search, some 200 instructions), and statements recur.
+#[derive(Debug, Default)]
+pub struct Roles {
+    by_statement: HashMap<FingerprintId, Role>,
+}
+
+impl Roles {
+    /// The role of `r`, as [`Role::of`] gives it.
+    pub fn of(&mut self, r: &CommandRecord) -> Role {
+        if !matches!(r.command, COM_QUERY | COM_STMT_EXECUTE) {
+            return Role::of(r);
+        }
+        if let Some(role) = self.by_statement.get(&r.fingerprint) {
+            return *role;
+        }
+        if self.by_statement.len() >= MAX_REMEMBERED_ROLES {
+            self.by_statement.clear();
+        }
+        let role = Role::of(r);
+        self.by_statement.insert(r.fingerprint, role);
+        role
     }
 }
 
