@@ -12,7 +12,7 @@
 //! compressed upstream, whose frames must know where each command starts: there
 //! the state machine sees the bytes first.
 
-use std::future::{Future, poll_fn};
+use std::future::poll_fn;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -105,8 +105,7 @@ pub(super) async fn pump(
     // times; the timer is reset when it fires, never on the forwarding path.
     let mut timeouts = Timeouts::new(settings);
     let mut last_activity = Instant::now();
-    let timer = timers::sleep_until(timeouts.first(last_activity));
-    tokio::pin!(timer);
+    let mut timer = timers::FlaggedTimer::new(timeouts.first(last_activity));
 
     let mut held_off = false;
     // The client's half-close, passed on to the server.
@@ -282,10 +281,10 @@ pub(super) async fn pump(
                 }
             }
 
-            if std::mem::take(&mut poll_timer) && timer.as_mut().poll(cx).is_ready() {
+            if std::mem::take(&mut poll_timer) && timer.poll_expired(cx).is_ready() {
                 let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
                 match timeouts.check(Instant::now(), &mut last_activity, late_write, tap.0.busy_since_us()) {
-                    Ok(next) => timer.as_mut().reset(next),
+                    Ok(next) => timer.reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
                 poll_timer = true;
