@@ -1,6 +1,7 @@
 //! Latency distributions: an hdrhistogram (2 significant digits, growing
 //! only as far as the largest value seen, so rare statements stay small)
-//! plus the exact sum and maximum.
+//! plus the exact sum and maximum. Written in the crate's bucket layout by
+//! [`buckets`], read through the crate.
 //!
 //! A distribution that is no longer written to (a rolling window's past slot, a closed
 //! connection) can be [packed](Latency::pack): its non-empty buckets as varints, a few
@@ -12,6 +13,10 @@ use std::borrow::Cow;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+
+mod buckets;
+
+use buckets::{Buckets, highest_at};
 
 /// A distribution of durations in µs: an HDR histogram (2 significant digits) plus the exact sum and max.
 #[derive(Clone, Debug)]
@@ -25,7 +30,7 @@ pub struct Latency {
 #[derive(Clone, Debug)]
 enum Counts {
     /// Boxed, so that a packed distribution is small inline too.
-    Dense(Box<Histogram<u32>>),
+    Dense(Box<Buckets>),
     /// `(value, count)` of each non-empty bucket, ascending: LEB128 varints of the value's
     /// distance from the previous bucket's value (the bucket's highest equivalent value) and
     /// of its count.
@@ -53,23 +58,23 @@ impl Default for Latency {
     }
 }
 
-fn empty_histogram() -> Box<Histogram<u32>> {
-    // `new` is auto-resizing; 2 digits keep each bucket within 1 %.
-    Box::new(Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant digits is valid")))
+fn empty_histogram() -> Histogram<u32> {
+    // `new` is auto-resizing; 2 digits keep each bucket within 1 % (the layout `buckets` writes).
+    Histogram::new(2).unwrap_or_else(|_| unreachable!("2 significant digits is valid"))
 }
 
 impl Latency {
     /// Empty; percentiles of an empty distribution read as 0.
     pub fn new() -> Latency {
-        Latency { counts: Counts::Dense(empty_histogram()), sum: 0, max: 0 }
+        Latency { counts: Counts::Dense(Box::default()), sum: 0, max: 0 }
     }
 
-    /// The histogram to write to, unpacked first if it was packed.
-    fn dense_mut(&mut self) -> &mut Histogram<u32> {
+    /// The counts to write to, unpacked first if they were packed.
+    fn dense_mut(&mut self) -> &mut Buckets {
         if let Counts::Packed(bytes) = &self.counts {
-            let mut hist = empty_histogram();
-            unpack_into(bytes, &mut hist);
-            self.counts = Counts::Dense(hist);
+            let mut buckets = Box::<Buckets>::default();
+            unpack_into(bytes, &mut buckets);
+            self.counts = Counts::Dense(buckets);
         }
         match &mut self.counts {
             Counts::Dense(hist) => hist,
@@ -77,39 +82,42 @@ impl Latency {
         }
     }
 
-    /// The histogram to read: borrowed, or unpacked into a copy.
-    fn hist(&self) -> Cow<'_, Histogram<u32>> {
+    /// The counts: borrowed, or unpacked into a copy.
+    fn buckets(&self) -> Cow<'_, Buckets> {
         match &self.counts {
-            Counts::Dense(hist) => Cow::Borrowed(&**hist),
+            Counts::Dense(buckets) => Cow::Borrowed(&**buckets),
             Counts::Packed(bytes) => {
-                let mut hist = empty_histogram();
-                unpack_into(bytes, &mut hist);
-                Cow::Owned(*hist)
+                let mut buckets = Buckets::default();
+                unpack_into(bytes, &mut buckets);
+                Cow::Owned(buckets)
             }
         }
     }
 
+    /// The histogram to read, built from the counts.
+    fn hist(&self) -> Histogram<u32> {
+        self.buckets().to_histogram(empty_histogram())
+    }
+
     /// Adds one duration in µs; 0 is histogrammed as 1 but summed as 0.
     pub fn record(&mut self, us: u64) {
-        // `record` grows the histogram to fit (saturating_record would clamp
-        // to the current range instead); the only error left is a u32 bucket
-        // overflowing after 4 billion samples, harmless for a report.
-        let _ = self.dense_mut().record(us.max(1));
+        // A bucket saturates after 4 billion samples, harmless for a report.
+        self.dense_mut().record_n(us.max(1), 1);
         self.sum = self.sum.saturating_add(us);
         self.max = self.max.max(us);
     }
 
     /// Values recorded.
     pub fn count(&self) -> u64 {
-        self.hist().len()
+        self.buckets().total()
     }
 
     /// How many values were at least `us` (to the histogram's 1 %).
     pub fn count_at_least(&self, us: u64) -> u64 {
-        let hist = self.hist();
-        if hist.is_empty() || us > self.max {
+        if self.count() == 0 || us > self.max {
             return 0;
         }
+        let hist = self.hist();
         hist.count_between(us.max(1), self.max.max(1))
     }
 
@@ -121,9 +129,7 @@ impl Latency {
     /// Adds `other`'s values: percentiles of the union, not a mean of percentiles.
     pub fn merge(&mut self, other: &Latency) {
         match &other.counts {
-            Counts::Dense(theirs) => {
-                let _ = self.dense_mut().add(&**theirs);
-            }
+            Counts::Dense(theirs) => self.dense_mut().add(theirs),
             Counts::Packed(bytes) => unpack_into(bytes, self.dense_mut()),
         }
         self.sum = self.sum.saturating_add(other.sum);
@@ -132,10 +138,10 @@ impl Latency {
 
     /// Percentiles, max and sum; all 0 when nothing was recorded.
     pub fn summary(&self) -> LatencySummary {
-        let hist = self.hist();
-        if hist.is_empty() {
+        if self.count() == 0 {
             return LatencySummary::default();
         }
+        let hist = self.hist();
         // hdrhistogram reports the bucket's upper edge; never above the true max.
         let at = |q: f64| hist.value_at_quantile(q).min(self.max);
         LatencySummary { p50: at(0.50), p95: at(0.95), p99: at(0.99), max: self.max, sum: self.sum }
@@ -157,16 +163,16 @@ impl Latency {
     /// Packs the histogram for keeping, when that is smaller (see the module docs): for a
     /// distribution that is read from now on. Readings stay the same; a later write unpacks.
     pub fn pack(&mut self) {
-        let Counts::Dense(hist) = &self.counts else { return };
+        let Counts::Dense(buckets) = &self.counts else { return };
         let mut bytes = Vec::new();
         let mut previous = 0;
-        for v in hist.iter_recorded() {
-            let value = v.value_iterated_to();
+        for (index, count) in buckets.recorded() {
+            let value = highest_at(index);
             put_varint(&mut bytes, value - previous);
-            put_varint(&mut bytes, u64::from(v.count_at_value()));
+            put_varint(&mut bytes, u64::from(count));
             previous = value;
         }
-        if bytes.len() < hist.distinct_values() * std::mem::size_of::<u32>() {
+        if bytes.len() < buckets.len() * std::mem::size_of::<u32>() {
             self.counts = Counts::Packed(bytes.into_boxed_slice());
         }
     }
@@ -174,7 +180,7 @@ impl Latency {
     /// Heap bytes the histogram holds: what packing saves (for tests of memory bounds).
     pub fn heap_bytes(&self) -> usize {
         match &self.counts {
-            Counts::Dense(hist) => hist.distinct_values() * std::mem::size_of::<u32>(),
+            Counts::Dense(buckets) => buckets.len() * std::mem::size_of::<u32>(),
             Counts::Packed(bytes) => bytes.len(),
         }
     }
@@ -201,13 +207,13 @@ fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
     None
 }
 
-/// Records a packed histogram's buckets into `hist`: each at its bucket's highest
+/// Counts a packed histogram's buckets into `buckets`: each at its bucket's highest
 /// equivalent value, so into the same bucket it was counted in.
-fn unpack_into(mut bytes: &[u8], hist: &mut Histogram<u32>) {
-    let mut value = 0;
+fn unpack_into(mut bytes: &[u8], buckets: &mut Buckets) {
+    let mut value = 0u64;
     while let (Some(delta), Some(count)) = (take_varint(&mut bytes), take_varint(&mut bytes)) {
-        value += delta;
-        let _ = hist.record_n(value, count as u32);
+        value = value.saturating_add(delta);
+        buckets.record_n(value.max(1), u32::try_from(count).unwrap_or(u32::MAX));
     }
 }
 
