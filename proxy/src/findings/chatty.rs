@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use rttscope_config::ChattyConfig;
 
-use super::run::{Bar, Context, Detector, Role, Run, Step, merge_top, sort_top};
+use super::run::{Bar, Context, Detector, Role, Run, Step, merge_top, outranks};
 use super::{Detail, Kind, PatternScope};
 use crate::fingerprint::FingerprintId;
 use crate::record::CommandRecord;
@@ -69,11 +69,15 @@ impl Episode {
             self.run.text = text.clone();
         }
         if let Detail::Chatty { top, .. } = &mut self.run.detail {
-            match top.iter_mut().find(|(t, _)| *t == text) {
-                // Already among the top: only its place in it can change.
-                Some(shown) => {
-                    shown.1 += 1;
-                    sort_top(top);
+            // Texts are shared by statement: the same text is usually the same allocation.
+            match top.iter().position(|(t, _)| Arc::ptr_eq(t, &text) || *t == text) {
+                // Already among the top: only its place in it can change, towards the front.
+                Some(mut at) => {
+                    top[at].1 += 1;
+                    while at > 0 && outranks(&top[at], &top[at - 1]) {
+                        top.swap(at, at - 1);
+                        at -= 1;
+                    }
                 }
                 None => {
                     top.clear();
@@ -120,15 +124,16 @@ impl Chatty {
             last: None,
         }
     }
+}
 
-    /// Whether the window's latest round trips are as dense as a chatty session's.
-    fn dense(&self, recent: &VecDeque<Seen>) -> bool {
-        match (recent.front(), recent.back()) {
-            (Some(first), Some(last)) if recent.len() >= self.min_round_trips => {
-                last.step.last_byte_us.saturating_sub(first.step.request_us) <= self.window_us
-            }
-            _ => false,
+/// Whether a window's latest round trips are as dense as a chatty session's: at least
+/// `min_round_trips`, within `window_us`.
+fn dense(recent: &VecDeque<Seen>, min_round_trips: usize, window_us: u64) -> bool {
+    match (recent.front(), recent.back()) {
+        (Some(first), Some(last)) if recent.len() >= min_round_trips => {
+            last.step.last_byte_us.saturating_sub(first.step.request_us) <= window_us
         }
+        _ => false,
     }
 }
 
@@ -157,48 +162,52 @@ impl Detector for Chatty {
         {
             ended.extend(w.episode.map(|e| e.run));
         }
+        let (min_round_trips, window_us) = (self.min_round_trips, self.window_us);
+        // In place: the window is large, and most commands extend one that exists.
+        let w = self.windows.entry(ctx.scope).or_default();
         let seen = Seen { step: Step::of(r), fingerprint: r.fingerprint, text: r.text.clone() };
-        let mut w = self.windows.remove(&ctx.scope).unwrap_or_default();
-        w.recent.push_back(seen.clone());
-        w.since_start = (w.since_start + 1).min(self.min_round_trips);
-        while w.recent.len() > self.min_round_trips {
+        let newest = seen.step.last_byte_us;
+        w.recent.push_back(seen);
+        w.since_start = (w.since_start + 1).min(min_round_trips);
+        while w.recent.len() > min_round_trips {
             w.recent.pop_front();
         }
-        let newest = seen.step.last_byte_us;
         while w.recent.len() > 1
-            && w.recent.front().is_some_and(|f| newest.saturating_sub(f.step.request_us) > self.window_us)
+            && w.recent.front().is_some_and(|f| newest.saturating_sub(f.step.request_us) > window_us)
         {
             w.recent.pop_front();
         }
         if w.recent.capacity() > 4 * w.recent.len().max(8) {
             w.recent.shrink_to(2 * w.recent.len());
         }
-        let dense = self.dense(&w.recent);
-        match w.episode.as_mut() {
-            Some(episode) if dense || w.since_start < self.min_round_trips => episode.add(&seen, ctx),
+        let dense = dense(&w.recent, min_round_trips, window_us);
+        let Window { recent, since_start, episode: current } = &mut **w;
+        match current {
+            Some(episode) if dense || *since_start < min_round_trips => {
+                if let Some(seen) = recent.back() {
+                    episode.add(seen, ctx);
+                }
+            }
             Some(_) => {
                 // The latest round trips no longer fit in a window: the episode is over, and
                 // this one starts the next window.
-                ended.extend(w.episode.take().map(|e| e.run));
-                w.recent.clear();
-                w.recent.push_back(seen);
-                w.since_start = 1;
+                ended.extend(current.take().map(|e| e.run));
+                recent.drain(..recent.len() - 1);
+                *since_start = 1;
             }
             None if dense => {
-                let window_us = self.window_us;
                 let run = Run::new(Kind::ChattySession, ctx, r, Detail::Chatty { top: Vec::new(), window_us });
-                let mut episode = Episode::new(run);
-                for s in &w.recent {
-                    episode.add(s, ctx);
+                let mut started = Episode::new(run);
+                for s in recent.iter() {
+                    started.add(s, ctx);
                 }
-                w.episode = Some(episode);
+                *current = Some(started);
             }
             None => {}
         }
-        if w.episode.is_some() {
+        if current.is_some() {
             self.last = Some(ctx.scope);
         }
-        self.windows.insert(ctx.scope, w);
     }
 
     fn last_extended(&self) -> Option<&Run> {

@@ -392,7 +392,16 @@ pub(crate) fn merge_top(top: &mut Vec<(Arc<str>, u64)>, more: &[(Arc<str>, u64)]
 
 /// Puts statement counts in the order a run shows them: largest first, then by text.
 pub(crate) fn sort_top(top: &mut [(Arc<str>, u64)]) {
-    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    top.sort_by(top_order);
+}
+
+/// Whether statement count `a` comes before `b` in a run's top ([`sort_top`]'s order).
+pub(crate) fn outranks(a: &(Arc<str>, u64), b: &(Arc<str>, u64)) -> bool {
+    top_order(a, b) == std::cmp::Ordering::Less
+}
+
+fn top_order(a: &(Arc<str>, u64), b: &(Arc<str>, u64)) -> std::cmp::Ordering {
+    b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0))
 }
 
 #[cfg(test)]
