@@ -29,6 +29,7 @@ mod shards;
 mod timers;
 pub mod tls;
 mod upstream;
+mod wake_flag;
 
 use std::future::Future;
 use std::io;

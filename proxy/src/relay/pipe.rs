@@ -9,13 +9,14 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
 use super::error::RelayError;
 use super::leg::Leg;
+use super::wake_flag::WakeFlag;
 use crate::inject::{DelayLine, OneWayModel, timer};
 use crate::protocol::{PacketScanner, Peer};
 
@@ -44,9 +45,12 @@ pub(super) struct HalfPipe {
     unflushed: bool,
     /// Bytes were left waiting after the last write: the write that takes them is timed.
     left_waiting: bool,
-    /// The read side returned `Pending` during this wake-up, so its waker is registered:
-    /// it is not polled again until the task is woken ([`new_wake_up`](Self::new_wake_up)).
+    /// The read side returned `Pending`, so its waker is registered: it is not polled again
+    /// until it wakes the task ([`new_wake_up`](Self::new_wake_up)).
     read_armed: bool,
+    /// Reads are polled with this flag's waker: it tells the next wake-up whether this
+    /// side woke the task.
+    read_flag: Option<WakeFlag>,
     /// A read error met while reading on after bytes had come: returned by the next fill,
     /// once those bytes are on their way (a server's last ERR before its RST, say).
     deferred_error: Option<io::Error>,
@@ -142,6 +146,7 @@ impl HalfPipe {
             unflushed: false,
             left_waiting: false,
             read_armed: false,
+            read_flag: None,
             deferred_error: None,
             last_late_write: None,
             budget,
@@ -233,9 +238,12 @@ impl HalfPipe {
         Some(Fresh { range: 0..bytes.len(), arrived: now, released: now })
     }
 
-    /// The task was woken: whatever registered a waker before may have fired.
-    pub fn new_wake_up(&mut self) {
-        self.read_armed = false;
+    /// The task was woken: the read is polled again if it was armed and is what woke it
+    /// (or its flag is new: nothing would wake it).
+    pub fn new_wake_up(&mut self, task: &Waker) {
+        if WakeFlag::poll_again(&mut self.read_flag, task) {
+            self.read_armed = false;
+        }
     }
 
     /// Reads what `from` has into free space (unless `may_read` is false: the state
@@ -313,7 +321,11 @@ impl HalfPipe {
     /// registered); end of stream sets `read_closed`.
     fn read_once(&mut self, cx: &mut Context<'_>, from: &mut Leg) -> io::Result<bool> {
         let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
-        let Poll::Ready(read) = Pin::new(from).poll_read(cx, &mut rb) else {
+        let polled = match &self.read_flag {
+            Some(flag) => Pin::new(from).poll_read(&mut Context::from_waker(flag.waker()), &mut rb),
+            None => Pin::new(from).poll_read(cx, &mut rb),
+        };
+        let Poll::Ready(read) = polled else {
             self.read_armed = true;
             return Ok(false);
         };

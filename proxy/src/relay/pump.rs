@@ -127,9 +127,9 @@ pub(super) async fn pump(
         // Likewise the shutdown watch: registered on the first turn, it wakes the task when
         // a drain starts.
         let mut first_turn = true;
-        // Reads armed on an earlier wake-up may have fired: both are polled again.
-        to_upstream.new_wake_up();
-        to_client.new_wake_up();
+        // A side whose read is armed is polled again only if it is what woke the task.
+        to_upstream.new_wake_up(cx.waker());
+        to_client.new_wake_up(cx.waker());
         loop {
             let mut progress = false;
             // One atomic load per turn; the settings are read only when they changed.

@@ -14,14 +14,13 @@
 use std::cell::OnceCell;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use atomic_waker::AtomicWaker;
 use tokio::runtime::Handle;
 use tokio::time::{Instant, Sleep, Timeout};
+
+use super::wake_flag::WakeFlag;
 
 thread_local! {
     /// On a connection thread: the runtime that keeps its timers.
@@ -65,68 +64,31 @@ pub(crate) fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F
 /// A timer the pump can ask about on every wake-up for almost nothing: polled only after it
 /// is set and when it may have fired. A tokio timer polled on every wake-up re-registers
 /// its waker each time, on another runtime here, some 130 instructions per wake-up and two
-/// wake-ups per round trip; this one registers the task's waker in a flag of its own, and
-/// the timer wakes the task through that flag.
+/// wake-ups per round trip; this one is polled with a [`WakeFlag`]'s waker, and only when
+/// that flag is up.
 pub(crate) struct FlaggedTimer {
     sleep: Pin<Box<Sleep>>,
-    flag: Arc<Flag>,
-    /// Wakes through `flag`: the waker the timer itself is polled with.
-    waker: Waker,
+    flag: Option<WakeFlag>,
     /// Polled since it was last set: its registration stands until it fires.
     armed: bool,
-    /// The task's waker as `flag` holds it, until the timer fires and takes it.
-    registered: Option<Waker>,
-}
-
-#[derive(Default)]
-struct Flag {
-    fired: AtomicBool,
-    task: AtomicWaker,
-}
-
-impl Wake for Flag {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.fired.store(true, Ordering::Release);
-        self.task.wake();
-    }
 }
 
 impl FlaggedTimer {
     /// Set for `deadline`, on the timer runtime.
     pub(crate) fn new(deadline: Instant) -> FlaggedTimer {
-        let flag = Arc::new(Flag::default());
-        FlaggedTimer {
-            sleep: Box::pin(sleep_until(deadline)),
-            waker: Waker::from(flag.clone()),
-            flag,
-            armed: false,
-            registered: None,
-        }
+        FlaggedTimer { sleep: Box::pin(sleep_until(deadline)), flag: None, armed: false }
     }
 
     /// Ready once the deadline has passed; until then the task is woken when it does.
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        // Not polled since set, or the flag is up: the timer must be asked. A flag that
-        // went up gave the task's waker away with it.
-        let ask = !self.armed || self.flag.fired.swap(false, Ordering::AcqRel);
-        if ask {
-            self.registered = None;
-        }
-        // The task's waker is in the flag before the task can wait: a timer that fires
-        // after the look above wakes it. It rarely changes, so it is registered again
-        // only when it did or was given away.
-        if !self.registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            self.flag.task.register(cx.waker());
-            self.registered = Some(cx.waker().clone());
-        }
-        if !ask {
+        let woke = WakeFlag::poll_again(&mut self.flag, cx.waker());
+        if self.armed && !woke {
             return Poll::Pending;
         }
-        let fired = self.sleep.as_mut().poll(&mut Context::from_waker(&self.waker));
+        let fired = match &self.flag {
+            Some(flag) => self.sleep.as_mut().poll(&mut Context::from_waker(flag.waker())),
+            None => self.sleep.as_mut().poll(cx),
+        };
         self.armed = fired.is_pending();
         fired
     }
