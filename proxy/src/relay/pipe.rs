@@ -371,8 +371,8 @@ impl HalfPipe {
     /// Writes what is ready (on an emulated link, what is released) to `to`, and
     /// flushes what the leg holds back (TLS records, compressed frames). Returns
     /// whether the pump must turn again for it: bytes were written and some are left
-    /// (the write's waker is not registered), or the room made may let this side read
-    /// where its read is not armed (a full buffer, say).
+    /// (the write's waker is not registered). A read the room made allows (a full buffer
+    /// had stopped it) is asked for by the pump's end-of-turn check, `wants_read`.
     pub fn poll_send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
         let mut moved = false;
         let ready = self.ready(cx);
@@ -404,7 +404,9 @@ impl HalfPipe {
             }
         }
         self.left_waiting = self.start != self.end;
-        let moved = moved && (self.left_waiting || !(self.read_armed || self.read_closed));
+        // Another turn for bytes left to write. A read the freed room now allows is the
+        // pump's end-of-turn check's to ask for (`wants_read`).
+        let moved = moved && self.left_waiting;
         if self.unflushed {
             match Pin::new(to).poll_flush(cx) {
                 Poll::Ready(flushed) => {
