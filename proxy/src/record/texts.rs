@@ -144,8 +144,9 @@ impl Texts {
             && slot.raw == sql
         {
             // The normalised text may have left the text cache since: new again, as it
-            // would be had the normaliser run.
-            let first_time = known(&mut self.cache, facts.fingerprint, &facts.text);
+            // would be had the normaliser run. Only examples ask whether a text is new:
+            // without them a hit costs no second look-up.
+            let first_time = self.examples && known(&mut self.cache, facts.fingerprint, &facts.text);
             return (Found::Slot(i), first_time);
         }
         let (facts, first_time) = self.fingerprint(sql, mode);

@@ -8,7 +8,8 @@
 //! instructions per round trip (callgrind, `scripts/bench.sh --only f`: 1,575 recording on,
 //! 1,440 off). Connections are
 //! dealt out in turn; the rest of rttscope (accepting, the collector, the admin API) stays
-//! on the main runtime.
+//! on the main runtime, and so do the connections' timers: these runtimes have no timer
+//! driver ([`timers`](super::timers)).
 
 use std::io;
 
