@@ -172,7 +172,7 @@ impl Latency {
             put_varint(&mut bytes, u64::from(count));
             previous = value;
         }
-        if bytes.len() < buckets.len() * std::mem::size_of::<u32>() {
+        if bytes.len() < buckets.capacity() * std::mem::size_of::<u32>() {
             self.counts = Counts::Packed(bytes.into_boxed_slice());
         }
     }
@@ -180,7 +180,7 @@ impl Latency {
     /// Heap bytes the histogram holds: what packing saves (for tests of memory bounds).
     pub fn heap_bytes(&self) -> usize {
         match &self.counts {
-            Counts::Dense(buckets) => buckets.len() * std::mem::size_of::<u32>(),
+            Counts::Dense(buckets) => buckets.capacity() * std::mem::size_of::<u32>(),
             Counts::Packed(bytes) => bytes.len(),
         }
     }
