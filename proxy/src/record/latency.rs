@@ -94,9 +94,11 @@ impl Latency {
         }
     }
 
-    /// The histogram to read, built from the counts.
-    fn hist(&self) -> Histogram<u32> {
-        self.buckets().to_histogram(empty_histogram())
+    /// The histogram to read, built from the counts; `None` when nothing was recorded. A
+    /// packed distribution is unpacked once for both answers.
+    fn hist(&self) -> Option<Histogram<u32>> {
+        let buckets = self.buckets();
+        (buckets.total() > 0).then(|| buckets.to_histogram(empty_histogram()))
     }
 
     /// Adds one duration in µs; 0 is histogrammed as 1 but summed as 0.
@@ -114,10 +116,10 @@ impl Latency {
 
     /// How many values were at least `us` (to the histogram's 1 %).
     pub fn count_at_least(&self, us: u64) -> u64 {
-        if self.count() == 0 || us > self.max {
+        if us > self.max {
             return 0;
         }
-        let hist = self.hist();
+        let Some(hist) = self.hist() else { return 0 };
         hist.count_between(us.max(1), self.max.max(1))
     }
 
@@ -138,10 +140,7 @@ impl Latency {
 
     /// Percentiles, max and sum; all 0 when nothing was recorded.
     pub fn summary(&self) -> LatencySummary {
-        if self.count() == 0 {
-            return LatencySummary::default();
-        }
-        let hist = self.hist();
+        let Some(hist) = self.hist() else { return LatencySummary::default() };
         // hdrhistogram reports the bucket's upper edge; never above the true max.
         let at = |q: f64| hist.value_at_quantile(q).min(self.max);
         LatencySummary { p50: at(0.50), p95: at(0.95), p99: at(0.99), max: self.max, sum: self.sum }
@@ -150,7 +149,8 @@ impl Latency {
     /// Counts in power-of-two buckets: `(upper bound in µs, count)`, for charts.
     pub fn distribution(&self) -> Vec<(u64, u64)> {
         let mut buckets: Vec<(u64, u64)> = Vec::new();
-        for v in self.hist().iter_recorded() {
+        let Some(hist) = self.hist() else { return buckets };
+        for v in hist.iter_recorded() {
             let upper = v.value_iterated_to().max(1).next_power_of_two();
             match buckets.last_mut() {
                 Some((u, c)) if *u == upper => *c += u64::from(v.count_at_value()),
