@@ -1,8 +1,10 @@
 //! The soak: many connections of mixed traffic through rttscope for a long while, the
 //! emulated link switched on and off through the admin API as it runs, and rttscope's
-//! resident memory and open descriptors sampled throughout. What it proves is that nothing
-//! grows: both series are fitted with a least-squares line after the warm-up and the slopes
-//! reported, with every client error counted (none is expected).
+//! resident memory, heap (the allocator's count, from `/metrics`) and open descriptors sampled
+//! throughout. What it proves is that nothing grows: each series is fitted with a least-squares
+//! line after the warm-up and the slopes reported, with every client error counted (none is
+//! expected). The heap beside RSS tells a leak (the heap grows) from the allocator keeping
+//! freed memory or pages becoming resident (only RSS grows).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use anyhow::{Context, Result, bail};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 use rttscope::cli::admin_client::AdminClient;
+use rttscope_integration_tests::legs::samples;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use rttscope_integration_tests::process::ProxyProcess;
 use tokio::time::Instant;
@@ -30,7 +33,7 @@ const LINK_ON: &str = r#"{"rtt": "5ms", "bandwidth": "100mbit"}"#;
 pub struct SoakOptions {
     pub connections: usize,
     pub duration: Duration,
-    /// How often RSS and descriptors are read.
+    /// How often RSS, heap and descriptors are read.
     pub sample_every: Duration,
     /// How often the emulated link is switched (on, off, on …).
     pub toggle_every: Duration,
@@ -45,6 +48,10 @@ pub struct SoakOptions {
 pub struct Sample {
     pub at_s: f64,
     pub rss_kib: u64,
+    /// `rttscope_heap_bytes` in KiB: what rttscope holds (absent off glibc).
+    pub heap_kib: Option<u64>,
+    /// `rttscope_heap_free_bytes` in KiB: freed memory the allocator keeps.
+    pub heap_free_kib: Option<u64>,
     pub fds: u64,
 }
 
@@ -61,6 +68,7 @@ pub struct SoakReport {
     pub toggles: u64,
     /// Least-squares slopes after the warm-up, per minute.
     pub rss_kib_per_min: f64,
+    pub heap_kib_per_min: Option<f64>,
     pub fds_per_min: f64,
 }
 
@@ -129,7 +137,7 @@ pub async fn run(binary: &Path, options: &SoakOptions) -> Result<SoakReport> {
     while Instant::now() < deadline {
         let now = Instant::now();
         if now >= next_sample {
-            samples.push(sample(pid, started.elapsed().as_secs_f64())?);
+            samples.push(sample(pid, &admin_url, started.elapsed().as_secs_f64()).await?);
             next_sample += options.sample_every;
         }
         if now >= next_toggle {
@@ -149,7 +157,7 @@ pub async fn run(binary: &Path, options: &SoakOptions) -> Result<SoakReport> {
     for client in clients {
         client.await?;
     }
-    let after = sample(pid, started.elapsed().as_secs_f64())?;
+    let after = sample(pid, &admin_url, started.elapsed().as_secs_f64()).await?;
 
     // After the warm-up: every connection logged in and the link switched at least once.
     let warm = (options.duration.as_secs_f64() * 0.1).max(options.toggle_every.as_secs_f64() + 1.0);
@@ -159,6 +167,10 @@ pub async fn run(binary: &Path, options: &SoakOptions) -> Result<SoakReport> {
     let first_errors = counters.first_errors.lock().map(|e| e.clone()).unwrap_or_default();
     Ok(SoakReport {
         rss_kib_per_min: slope(|s| s.rss_kib as f64),
+        heap_kib_per_min: steady
+            .iter()
+            .all(|s| s.heap_kib.is_some())
+            .then(|| slope(|s| s.heap_kib.unwrap_or(0) as f64)),
         fds_per_min: slope(|s| s.fds as f64),
         commands: [0, 1, 2].map(|i| counters.commands[i].load(Ordering::Relaxed)),
         errors: counters.errors.load(Ordering::Relaxed),
@@ -209,8 +221,8 @@ async fn client(n: u64, opts: OptsBuilder, counters: Arc<Counters>, think: Durat
     }
 }
 
-/// rttscope's resident memory and open descriptors now.
-fn sample(pid: u32, at_s: f64) -> Result<Sample> {
+/// rttscope's resident memory, heap and open descriptors now.
+async fn sample(pid: u32, admin_url: &str, at_s: f64) -> Result<Sample> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("rttscope exited")?;
     let rss_kib = status
         .lines()
@@ -218,7 +230,13 @@ fn sample(pid: u32, at_s: f64) -> Result<Sample> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .context("VmRSS")?;
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))?.count() as u64;
-    Ok(Sample { at_s, rss_kib, fds })
+    let url = admin_url.to_owned();
+    let metrics = tokio::task::spawn_blocking(move || AdminClient::new(&url, Some(TOKEN)).get("/metrics"))
+        .await?
+        .context("GET /metrics")?;
+    let kib = |name: &str| samples(&metrics, name).get("").map(|bytes| *bytes as u64 / 1024);
+    let (heap_kib, heap_free_kib) = (kib("rttscope_heap_bytes"), kib("rttscope_heap_free_bytes"));
+    Ok(Sample { at_s, rss_kib, heap_kib, heap_free_kib, fds })
 }
 
 /// The least-squares slope of `points` (seconds, value), per minute; 0 with fewer than two.
@@ -237,11 +255,13 @@ impl SoakReport {
     /// The figures as Markdown: the summary, then the samples.
     pub fn markdown(&self) -> String {
         let [point, prepared, large] = self.commands;
+        let kib = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+        let heap_slope = self.heap_kib_per_min.map_or_else(|| "-".to_owned(), |s| format!("{s:+.1} KiB/min"));
         let mut out = format!(
-            "| commands | point `SELECT n` | prepared point selects | 2 MB results | link switches | errors | RSS slope | fd slope |\n\
-             |---|---|---|---|---|---|---|---|\n\
-             | {} | {point} | {prepared} | {large} | {} | {} | {:+.1} KiB/min | {:+.2}/min |\n\n\
-             | t (s) | RSS (KiB) | fds |\n|---|---|---|\n",
+            "| commands | point `SELECT n` | prepared point selects | 2 MB results | link switches | errors | RSS slope | heap slope | fd slope |\n\
+             |---|---|---|---|---|---|---|---|---|\n\
+             | {} | {point} | {prepared} | {large} | {} | {} | {:+.1} KiB/min | {heap_slope} | {:+.2}/min |\n\n\
+             | t (s) | RSS (KiB) | heap (KiB) | heap kept free (KiB) | fds |\n|---|---|---|---|---|\n",
             point + prepared + large,
             self.toggles,
             self.errors,
@@ -249,11 +269,21 @@ impl SoakReport {
             self.fds_per_min,
         );
         for s in &self.samples {
-            out.push_str(&format!("| {:.0} | {} | {} |\n", s.at_s, s.rss_kib, s.fds));
+            out.push_str(&format!(
+                "| {:.0} | {} | {} | {} | {} |\n",
+                s.at_s,
+                s.rss_kib,
+                kib(s.heap_kib),
+                kib(s.heap_free_kib),
+                s.fds
+            ));
         }
         out.push_str(&format!(
-            "\nafter every client disconnected ({:.0} s): RSS {} KiB, {} fds\n",
-            self.after.at_s, self.after.rss_kib, self.after.fds
+            "\nafter every client disconnected ({:.0} s): RSS {} KiB, heap {} KiB, {} fds\n",
+            self.after.at_s,
+            self.after.rss_kib,
+            kib(self.after.heap_kib),
+            self.after.fds
         ));
         for e in &self.first_errors {
             out.push_str(&format!("\nerror: {e}"));

@@ -1,6 +1,6 @@
 //! `/metrics` as a scraper sees it after real traffic: the OpenTelemetry database families
 //! per statement, bounded to the top statements and `other` however many distinct statements
-//! arrive; one `COM_UNKNOWN` series for every unknown command byte; the buffer gauge.
+//! arrive; one `COM_UNKNOWN` series for every unknown command byte; the buffer and heap gauges.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -211,4 +211,7 @@ async fn buffer_bytes_gauge_follows_open_connections() {
     let text = scrape(&proxy);
     let budget = samples(&text, "rttscope_buffer_budget_bytes")[""];
     assert_eq!(budget as u64, test_config().limits.buffer_budget.0);
+    // The allocator's count beside RSS (glibc here): what is held, and what is kept free.
+    assert!(samples(&text, "rttscope_heap_bytes")[""] > 0.0, "heap in use");
+    assert!(samples(&text, "rttscope_heap_free_bytes").contains_key(""), "heap kept free");
 }

@@ -1,6 +1,7 @@
 //! System calls the standard library does not wrap: the kernel's view of a
-//! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`) and a thread's
-//! timer slack. The only `unsafe` in rttscope.
+//! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`), a thread's
+//! timer slack, the open-file limit, and the allocator's count of the heap. The only `unsafe`
+//! in rttscope.
 //!
 //! `struct tcp_info` only ever grows at its end, and the kernel copies
 //! `min(ours, its own)` bytes and reports that length: a field is valid only
@@ -276,6 +277,31 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
     nofile_limit()
 }
 
+/// The C allocator's own account of the heap, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Heap {
+    /// Handed out and not yet freed (chunks in use plus blocks mapped on their own): what the
+    /// program holds. RSS minus this is the allocator's free memory and the binary itself.
+    pub in_use: u64,
+    /// Freed but kept by the allocator for reuse: fragmentation, or a peak not returned.
+    pub free: u64,
+}
+
+/// The heap as glibc's allocator counts it (`mallinfo2`, every arena); `None` on other C
+/// libraries. Takes each arena's lock in turn, so it is for a scrape, not the hot path.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn heap() -> Option<Heap> {
+    // SAFETY: mallinfo2 takes no arguments and returns a struct by value.
+    let info = unsafe { libc::mallinfo2() };
+    Some(Heap { in_use: (info.uordblks + info.hblkhd) as u64, free: info.fordblks as u64 })
+}
+
+/// The heap as glibc's allocator counts it: not known on this C library.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn heap() -> Option<Heap> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,6 +318,20 @@ mod tests {
         assert_eq!(offset_of!(TcpInfoRaw, snd_wnd), 228);
         assert_eq!(offset_of!(TcpInfoRaw, rcv_wnd), 232);
         assert_eq!(size_of::<TcpInfoRaw>(), 248);
+    }
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn heap_counts_what_is_held() {
+        const HELD: usize = 64 << 20;
+        let before = heap().unwrap().in_use;
+        let block = std::hint::black_box(vec![1u8; HELD]);
+        let during = heap().unwrap().in_use;
+        drop(block);
+        let after = heap().unwrap().in_use;
+        // Other tests allocate beside this one: half the block is margin enough.
+        assert!(during >= before + HELD as u64 / 2, "{before} → {during}");
+        assert!(after + (HELD as u64 / 2) <= during, "{during} → {after}");
     }
 
     #[test]

@@ -125,7 +125,17 @@ impl Collector for RelayCollector {
             "rttscope_buffer_budget_bytes",
             "limits.buffer_budget: past it, connections get backpressure instead of memory.",
             self.buffers.limit(),
-        )
+        )?;
+        // Beside RSS, these tell a leak (in use grows) from the allocator keeping freed memory.
+        if let Some(heap) = crate::sys::heap() {
+            f.gauge("rttscope_heap_bytes", "Heap memory rttscope holds now (the C allocator's count).", heap.in_use)?;
+            f.gauge(
+                "rttscope_heap_free_bytes",
+                "Heap memory freed by rttscope that the C allocator keeps for reuse (counted in RSS).",
+                heap.free,
+            )?;
+        }
+        Ok(())
     }
 }
 
