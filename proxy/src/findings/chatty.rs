@@ -50,27 +50,32 @@ impl Episode {
 
     fn add(&mut self, seen: &Seen, ctx: &Context) {
         self.run.add_step(&seen.step, ctx);
-        let (text, count) = if let Some((text, n)) = self.by_statement.get_mut(&seen.fingerprint) {
+        // A statement's text is the same whichever of its commands brought it: `seen.text`
+        // stands for the one kept, so nothing is cloned for a statement already counted.
+        let count = if let Some((_, n)) = self.by_statement.get_mut(&seen.fingerprint) {
             *n += 1;
-            (text.clone(), *n)
+            *n
         } else if self.by_statement.len() < TOP_TRACKED {
             self.by_statement.insert(seen.fingerprint, (seen.text.clone(), 1));
-            (seen.text.clone(), 1)
+            1
         } else {
             // Not counted: the statement and the top stay as they were.
             return;
         };
+        let text = &seen.text;
         // The finding is about its most frequent statement. Only this one's count moved, so
         // the most frequent is either the one before or this one.
         let id = seen.fingerprint;
         if self.best.is_none_or(|(best, n)| best == id || count > n || (count == n && id < best)) {
+            if self.best.is_none_or(|(best, _)| best != id) {
+                self.run.fingerprint = id;
+                self.run.text = text.clone();
+            }
             self.best = Some((id, count));
-            self.run.fingerprint = id;
-            self.run.text = text.clone();
         }
         if let Detail::Chatty { top, .. } = &mut self.run.detail {
             // Texts are shared by statement: the same text is usually the same allocation.
-            match top.iter().position(|(t, _)| Arc::ptr_eq(t, &text) || *t == text) {
+            match top.iter().position(|(t, _)| Arc::ptr_eq(t, text) || t == text) {
                 // Already among the top: only its place in it can change, towards the front.
                 Some(mut at) => {
                     top[at].1 += 1;

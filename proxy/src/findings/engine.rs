@@ -144,10 +144,13 @@ impl FindingsEngine {
         for d in &mut self.detectors {
             d.command(r, &ctx, ended);
             if let Some(run) = d.last_extended()
+                && !run.announced.get()
                 && qualifies(&**d, run, reference)
-                && !self.announced.contains(&run.key())
             {
-                newly.push(run.to_finding());
+                run.announced.set(true);
+                if !self.announced.contains(&run.key()) {
+                    newly.push(run.to_finding());
+                }
             }
         }
         for f in newly {

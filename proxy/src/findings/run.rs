@@ -171,6 +171,9 @@ pub struct Run {
     pub parent: Option<ParentLink>,
     /// The kind's own facts, carried into the finding.
     pub detail: Detail,
+    /// Set once the engine has seen the run qualify (and announced it, unless its finding
+    /// was announced before), so each later extension skips building and hashing its key.
+    pub announced: std::cell::Cell<bool>,
 }
 
 impl Run {
@@ -198,6 +201,7 @@ impl Run {
             driver: ctx.driver,
             parent: None,
             detail,
+            announced: std::cell::Cell::new(false),
         }
     }
 
