@@ -39,6 +39,12 @@ pub struct LimitsConfig {
     /// pipe). Past it, a connection stops reading instead of growing: backpressure, never
     /// unbounded memory. At least `1MiB`. Default `256MiB`.
     pub buffer_budget: ByteSize,
+    /// How often heap memory rttscope has freed is handed back to the system (glibc's
+    /// `malloc_trim`): without it the allocator keeps what thousands of connections once
+    /// used, and RSS creeps up towards the peak and stays there. Each trim takes
+    /// milliseconds, off the forwarding threads. `0` means never (and it is a no-op on
+    /// other C libraries). Default `30s`.
+    pub heap_trim: HumanDuration,
 }
 
 impl Default for LimitsConfig {
@@ -51,6 +57,7 @@ impl Default for LimitsConfig {
             query_timeout: HumanDuration::from_secs(0),
             shutdown_grace: HumanDuration::from_secs(10),
             buffer_budget: ByteSize::mib(256),
+            heap_trim: HumanDuration::from_secs(30),
         }
     }
 }

@@ -464,6 +464,50 @@ async fn a_gigabyte_streams_in_constant_memory() {
     assert!(growth < 2048, "RSS grew by {growth} KiB (baseline {baseline} KiB) streaming {direct} bytes");
 }
 
+/// Memory rttscope frees goes back to the system every `limits.heap_trim`. Connections that
+/// close between ones still open leave their relay buffers as holes in the heap, which glibc's
+/// allocator keeps (resident, so RSS does not fall); the trim releases their pages.
+#[tokio::test(flavor = "multi_thread")]
+async fn freed_memory_is_handed_back_to_the_system() {
+    const CONNECTIONS: u64 = 100;
+    let _cpu = CPU.write().await;
+    // 96 KiB buffers stay below glibc's mmap threshold: they come from the heap's arenas.
+    let yaml = format!(
+        "upstream: {}\nlimits:\n  heap_trim: 1s\nrelay:\n  buffer_size: 96KiB\n",
+        TestDb::shared().upstream_addr()
+    );
+    let proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut conns = Vec::new();
+    for n in 0..CONNECTIONS {
+        let mut conn = connect(proxy.listen()).await.unwrap();
+        echo(&mut conn, n).await.unwrap();
+        conns.push(conn);
+    }
+    let (all_open, _) = proxy.memory_kib().unwrap();
+    // Every other one closes, the last stays: 50 × 2 × 96 KiB of holes between live buffers.
+    let mut kept = Vec::new();
+    for (n, conn) in conns.into_iter().enumerate() {
+        if n % 2 == 0 { conn.disconnect().await.unwrap() } else { kept.push(conn) }
+    }
+    let holes_kib = CONNECTIONS / 2 * 2 * 96;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut rss = all_open;
+    while rss + holes_kib / 2 > all_open {
+        assert!(
+            Instant::now() < deadline,
+            "RSS {rss} KiB 5 s after {} connections closed, {all_open} KiB with all open: their {holes_kib} KiB \
+             of buffers were not handed back",
+            CONNECTIONS / 2
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        rss = proxy.memory_kib().unwrap().0;
+    }
+    for mut conn in kept {
+        echo(&mut conn, 1).await.unwrap();
+        conn.disconnect().await.unwrap();
+    }
+}
+
 /// Every key can come from the environment (`RTTSCOPE_*`) and from `--set`, over the file:
 /// flag > environment > file. Here the file names a server that refuses, the environment the
 /// real one and a limit of 5 connections, a flag a limit of 2.

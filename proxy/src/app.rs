@@ -182,7 +182,12 @@ impl Rttscope {
             let of = state.clone();
             tokio::spawn(snapshots::run(every, snapshots, Arc::new(move || of.report()), stop_snapshots.clone()))
         });
+        let heap_trim = (!config.limits.heap_trim.is_zero())
+            .then(|| tokio::spawn(crate::memory::trim_every(config.limits.heap_trim.0)));
         let served = proxy.run(shutdown).await;
+        if let Some(task) = heap_trim {
+            task.abort();
+        }
         // Every sender is gone once the relay has stopped: this ends when the
         // last record is applied.
         let _ = collector.await;

@@ -36,6 +36,7 @@ pub mod human;
 pub mod inject;
 pub mod link;
 pub mod live;
+pub mod memory;
 pub mod protocol;
 pub mod record;
 pub mod relay;

@@ -1,7 +1,7 @@
 //! System calls the standard library does not wrap: the kernel's view of a
 //! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`), a thread's
-//! timer slack, the open-file limit, and the allocator's count of the heap. The only `unsafe`
-//! in rttscope.
+//! timer slack, the open-file limit, and the allocator's count and trimming of the heap.
+//! The only `unsafe` in rttscope.
 //!
 //! `struct tcp_info` only ever grows at its end, and the kernel copies
 //! `min(ours, its own)` bytes and reports that length: a field is valid only
@@ -300,6 +300,20 @@ pub fn heap() -> Option<Heap> {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn heap() -> Option<Heap> {
     None
+}
+
+/// Hands freed heap memory back to the system (`malloc_trim(0)`: every arena's free pages,
+/// not only the top); true when some was. Locks each arena in turn: for a background thread.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn trim_heap() -> bool {
+    // SAFETY: malloc_trim takes a byte count to keep and touches only the allocator's state.
+    unsafe { libc::malloc_trim(0) == 1 }
+}
+
+/// Hands freed heap memory back to the system: not possible on this C library.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn trim_heap() -> bool {
+    false
 }
 
 #[cfg(test)]
