@@ -70,6 +70,7 @@ impl Latency {
     }
 
     /// The counts to write to, unpacked first if they were packed.
+    #[cold]
     fn dense_mut(&mut self) -> &mut Buckets {
         if let Counts::Packed(bytes) = &self.counts {
             let mut buckets = Box::<Buckets>::default();
@@ -102,9 +103,15 @@ impl Latency {
     }
 
     /// Adds one duration in µs; 0 is histogrammed as 1 but summed as 0.
+    #[inline]
     pub fn record(&mut self, us: u64) {
-        // A bucket saturates after 4 billion samples, harmless for a report.
-        self.dense_mut().record_n(us.max(1), 1);
+        // A bucket saturates after 4 billion samples, harmless for a report. Several are
+        // recorded per command, so the common case (counts not packed) is inlined.
+        let buckets = match &mut self.counts {
+            Counts::Dense(buckets) => buckets,
+            Counts::Packed(_) => self.dense_mut(),
+        };
+        buckets.record_n(us.max(1), 1);
         self.sum = self.sum.saturating_add(us);
         self.max = self.max.max(us);
     }

@@ -60,6 +60,7 @@ pub(super) struct Buckets {
 
 impl Buckets {
     /// Counts `value` (at least 1) `n` times; a bucket saturates at `u32::MAX`.
+    #[inline]
     pub fn record_n(&mut self, value: u64, n: u32) {
         let index = index_of(value);
         if index >= self.counts.len() {
@@ -83,6 +84,7 @@ impl Buckets {
     /// Room for at least `len` counts, to the end of that power of two's sub-buckets, as the
     /// crate sizes its own; exactly that, not the doubling a `Vec` grows by, since a
     /// thousand connections each keep one (the soak's RSS climbed with it).
+    #[cold]
     fn grow_to(&mut self, len: usize) {
         let len = len.div_ceil(HALF as usize) * HALF as usize;
         self.counts.reserve_exact(len - self.counts.len());
