@@ -40,8 +40,9 @@ struct InFlight {
     /// Boxed: a record is a few hundred bytes, and it moves from here to the retransmission
     /// watch, into the channel and out to the collector; a box moves as a pointer.
     record: Box<CommandRecord>,
-    /// For COM_STMT_PREPARE: the statement to remember once the server accepts it.
-    prepare: Option<Statement>,
+    /// For COM_STMT_PREPARE: the statement to remember once the server accepts it. Boxed:
+    /// it is large and rare, and every command's in-flight entry is moved twice.
+    prepare: Option<Box<Statement>>,
     /// A `SET sql_mode` that turns `ANSI_QUOTES` on or off once the server accepts it.
     ansi_quotes: Option<bool>,
 }
@@ -217,7 +218,7 @@ impl Observer for Recorder {
             COM_QUERY => {
                 ansi_quotes = self.texts.query(&mut record, c.payload, self.mode);
             }
-            COM_STMT_PREPARE => prepare = Some(self.texts.sql(&mut record, c.payload, self.mode)),
+            COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, self.mode))),
             COM_STMT_EXECUTE => {
                 if let Some(id) = self.attribute_to_statement(&mut record, c.payload) {
                     record.cursor = c.payload.get(4).is_some_and(|flags| flags & 0x07 != 0);
@@ -325,7 +326,7 @@ impl Observer for Recorder {
                     st.params = announced.params;
                     st.columns = prepared_columns;
                     record.statement = Some(announced.id);
-                    self.statements.prepared(announced.id, st);
+                    self.statements.prepared(announced.id, *st);
                     // Commands sent with it that named "the statement just prepared".
                     for waiting in self.in_flight.iter_mut().take_while(|f| f.prepare.is_none()) {
                         if waiting.record.statement == Some(LAST_PREPARED) {

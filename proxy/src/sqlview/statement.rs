@@ -57,6 +57,14 @@ pub struct SyntaxError(pub String);
 /// Whether `sql` is addressed to rttscope: `SHOW RTTSCOPE` or `SET RTTSCOPE` after any
 /// leading blanks and comments. Looks at the first few words only.
 pub fn claims(sql: &[u8]) -> bool {
+    // Asked of every statement: one that starts with a letter (no blank or comment first),
+    // as almost all do, is decided by its first three.
+    if let Some(&[a, b, c]) = sql.get(..3)
+        && a.is_ascii_alphabetic()
+        && !matches!([a | 0x20, b | 0x20, c | 0x20], [b's', b'h', b'o'] | [b's', b'e', b't'])
+    {
+        return false;
+    }
     let mut cursor = Cursor::new(sql);
     cursor.skip_blanks();
     (cursor.keyword("SHOW") || cursor.keyword("SET")) && cursor.keyword("RTTSCOPE")
