@@ -92,9 +92,16 @@ pub fn is_terminator(first: u8, len: usize, deprecate_eof: bool) -> bool {
 pub fn column_type(prefix: &[u8]) -> Option<(u8, u16)> {
     let mut at = 0;
     for _ in 0..6 {
-        let (len, width) = lenenc_int(prefix.get(at..)?)?;
-        // Checked: a hostile length near 2^64 must not wrap (or panic) into a small offset.
-        at = at.checked_add(width)?.checked_add(usize::try_from(len).ok()?)?;
+        let first = *prefix.get(at)?;
+        at = if first < 0xFB {
+            // A name under 251 bytes, as almost all are (read for every column of every
+            // result): its length is this byte. `at` is within the prefix, so no overflow.
+            at + 1 + usize::from(first)
+        } else {
+            let (len, width) = lenenc_int(&prefix[at..])?;
+            // Checked: a hostile length near 2^64 must not wrap (or panic) into a small offset.
+            at.checked_add(width)?.checked_add(usize::try_from(len).ok()?)?
+        };
     }
     if *prefix.get(at)? != 0x0c {
         // MariaDB extended type info: a length-encoded blob before the fixed fields.
@@ -207,6 +214,17 @@ mod tests {
         ext.extend_from_slice(&[4, 0, 2, b'{', b'}']);
         ext.extend_from_slice(&def[10..]);
         assert_eq!(column_type(&ext), Some((3, 0x81)));
+        // A name of 300 bytes: its length takes 0xFC and two bytes.
+        let mut long = def[..7].to_vec();
+        long.extend_from_slice(&[0xFC, 0x2C, 0x01]);
+        long.extend(std::iter::repeat_n(b'n', 300));
+        long.extend_from_slice(&def[9..]);
+        assert_eq!(column_type(&long), Some((3, 0x81)));
+        // A hostile length near 2^64 ends the walk; it does not wrap into a small offset.
+        let mut hostile = def[..7].to_vec();
+        hostile.extend_from_slice(&[0xFE, 0xF8, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]);
+        hostile.extend_from_slice(&def[9..]);
+        assert_eq!(column_type(&hostile), None);
     }
 
     #[test]
