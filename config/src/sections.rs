@@ -43,7 +43,7 @@ pub struct LimitsConfig {
     /// `malloc_trim`): without it the allocator keeps what thousands of connections once
     /// used, and RSS creeps up towards the peak and stays there. Each trim takes
     /// milliseconds, off the forwarding threads. `0` means never (and it is a no-op on
-    /// other C libraries). Default `30s`.
+    /// other C libraries), else at least `1s`. Default `30s`.
     pub heap_trim: HumanDuration,
 }
 
@@ -68,6 +68,11 @@ impl LimitsConfig {
         c.require(!self.connect_timeout.is_zero(), "connect_timeout", "must be greater than 0");
         c.require(!self.handshake_timeout.is_zero(), "handshake_timeout", "must be greater than 0");
         c.require(self.buffer_budget >= ByteSize::mib(1), "buffer_budget", "must be at least 1MiB");
+        c.require(
+            self.heap_trim.is_zero() || self.heap_trim >= HumanDuration::from_secs(1),
+            "heap_trim",
+            format!("must be 0 (never) or at least 1s, not {}", self.heap_trim),
+        );
     }
 }
 

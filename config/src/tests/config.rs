@@ -363,6 +363,16 @@ fn log_format_parses_from_a_flag_value() {
 }
 
 #[test]
+fn heap_trim_is_off_or_at_least_a_second() {
+    assert_eq!(Config::default().limits.heap_trim, HumanDuration::from_secs(30));
+    assert!(Config::from_yaml("limits:\n  heap_trim: 0\n").unwrap().limits.heap_trim.is_zero());
+    assert_eq!(
+        problems("limits:\n  heap_trim: 10ms\n"),
+        [("limits.heap_trim".to_owned(), "must be 0 (never) or at least 1s, not 10ms".to_owned())]
+    );
+}
+
+#[test]
 fn problems_name_their_line() {
     let yaml = "listen: 127.0.0.1:6033\ninject:\n  rtt: 10ms\n  to_client:\n    delay: 90s\n";
     let err = Config::from_yaml(yaml).unwrap_err();
