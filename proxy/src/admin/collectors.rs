@@ -131,7 +131,7 @@ impl Collector for RelayCollector {
             f.gauge("rttscope_heap_bytes", "Heap memory rttscope holds now (the C allocator's count).", heap.in_use)?;
             f.gauge(
                 "rttscope_heap_free_bytes",
-                "Heap memory freed by rttscope that the C allocator keeps for reuse (counted in RSS).",
+                "Heap memory rttscope freed that the C allocator keeps for reuse (resident until limits.heap_trim hands its pages back).",
                 heap.free,
             )?;
         }
