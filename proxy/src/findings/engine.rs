@@ -35,10 +35,9 @@ pub struct FindingsEngine {
     config: FindingsConfig,
     reference_rtt_us: u64,
     detectors: Vec<Box<dyn Detector>>,
-    /// `user@client-host` by connection.
-    applications: HashMap<u64, Arc<str>>,
-    /// The client library by connection, when its attributes named one we know.
-    drivers: HashMap<u64, Driver>,
+    /// By connection: `user@client-host`, and the client library when its attributes named
+    /// one we know (one look-up per command for both).
+    applications: HashMap<u64, (Arc<str>, Option<Driver>)>,
     /// The emulated link configured now (set by the consumer before each batch).
     emulated: Option<Emulated>,
     found: HashMap<FindingKey, Finding>,
@@ -71,7 +70,6 @@ impl FindingsEngine {
             reference_rtt_us,
             detectors,
             applications: HashMap::default(),
-            drivers: HashMap::default(),
             emulated: None,
             found: HashMap::default(),
             recent: VecDeque::new(),
@@ -100,19 +98,17 @@ impl FindingsEngine {
             }
             Event::Connected { conn_id, client, user, at_us, legs, .. } => {
                 if self.applications.len() < MAX_APPLICATIONS {
-                    self.applications.insert(*conn_id, Arc::from(format!("{user}@{}", host_of(client))));
                     let driver = legs
                         .client_library
                         .as_deref()
                         .and_then(|library| Driver::infer(library, legs.client_program.as_deref()));
-                    if let Some(driver) = driver {
-                        self.drivers.insert(*conn_id, driver);
-                    }
+                    let application = Arc::from(format!("{user}@{}", host_of(client)));
+                    self.applications.insert(*conn_id, (application, driver));
                 }
                 *at_us
             }
             Event::Identity { conn_id, user, .. } => {
-                if let Some(app) = self.applications.get_mut(conn_id) {
+                if let Some((app, _)) = self.applications.get_mut(conn_id) {
                     let host = app.rsplit_once('@').map_or("", |(_, h)| h).to_owned();
                     *app = Arc::from(format!("{user}@{host}"));
                 }
@@ -123,7 +119,6 @@ impl FindingsEngine {
                     d.connection_closed(*conn_id, &mut ended);
                 }
                 self.applications.remove(conn_id);
-                self.drivers.remove(conn_id);
                 *at_us
             }
         };
@@ -131,12 +126,13 @@ impl FindingsEngine {
     }
 
     fn command(&mut self, r: &CommandRecord, ended: &mut Vec<Run>) {
+        let application = self.applications.get(&r.conn_id);
         let ctx = Context {
             scope: r.trace.map_or(PatternScope::Connection(r.conn_id), PatternScope::Trace),
-            application: self.applications.get(&r.conn_id).unwrap_or(&self.unnamed).clone(),
+            application: application.map_or_else(|| self.unnamed.clone(), |(app, _)| app.clone()),
             origin: r.origin.clone(),
             emulated: self.emulated,
-            driver: self.drivers.get(&r.conn_id).copied(),
+            driver: application.and_then(|(_, driver)| *driver),
             role: self.roles.of(r),
         };
         let reference = self.reference_rtt_us;
