@@ -281,7 +281,8 @@ pub fn raise_nofile_limit() -> io::Result<(u64, u64)> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Heap {
     /// Handed out and not yet freed (chunks in use plus blocks mapped on their own): what the
-    /// program holds. RSS minus this is the allocator's free memory and the binary itself.
+    /// program holds. RSS beyond it is free memory the allocator keeps resident, thread
+    /// stacks and the binary itself.
     pub in_use: u64,
     /// Freed but kept by the allocator for reuse: fragmentation, or a peak not returned.
     pub free: u64,
