@@ -20,13 +20,13 @@ pub async fn trim_every(every: Duration) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let kept_before = sys::heap().map(|h| h.free);
-        let Ok(released) = tokio::task::spawn_blocking(sys::trim_heap).await else { return };
-        tracing::debug!(
-            released,
-            kept_free_before = kept_before.unwrap_or(0),
-            kept_free_after = sys::heap().map_or(0, |h| h.free),
-            "heap trimmed"
-        );
+        // The readings lock every arena too: with the trim, off the runtime's threads.
+        let trimmed = tokio::task::spawn_blocking(|| {
+            let kept_before = sys::heap().map_or(0, |h| h.free);
+            let released = sys::trim_heap();
+            (released, kept_before, sys::heap().map_or(0, |h| h.free))
+        });
+        let Ok((released, kept_free_before, kept_free_after)) = trimmed.await else { return };
+        tracing::debug!(released, kept_free_before, kept_free_after, "heap trimmed");
     }
 }
