@@ -8,7 +8,7 @@ struct Recorder {
     want_body: bool,
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Event {
     Start { seq: u8, len: usize, prefix: Vec<u8> },
     Body(Vec<u8>),
@@ -155,4 +155,45 @@ fn partial_header_is_not_a_boundary() {
     assert!(!scanner.at_boundary());
     scanner.scan(&[3, 4, 5], &mut rec);
     assert!(scanner.at_boundary());
+}
+
+/// Renumbers every packet to `seq + 10`, as a compressed leg's session does.
+struct Renumber(Recorder);
+
+impl FrameSink for Renumber {
+    fn start(&mut self, seq: u8, len: usize, prefix: &[u8]) -> bool {
+        self.0.start(seq, len, prefix)
+    }
+    fn body(&mut self, bytes: &[u8]) {
+        self.0.body(bytes);
+    }
+    fn end(&mut self, last_seq: u8, total_len: u64, packets: u32) {
+        self.0.end(last_seq, total_len, packets);
+    }
+    fn renumber(&mut self, seq: u8, _continuation: bool) -> u8 {
+        seq.wrapping_add(10)
+    }
+}
+
+/// Whole packets in one read take the scanner's short path, a packet split across reads the
+/// general one: both must write the same ids into the stream and report the same packets.
+#[test]
+fn renumbering_is_the_same_for_whole_and_split_packets() {
+    let mut stream = packet(0, b"\x01");
+    stream.extend(packet(1, &[5; PREFIX_LEN + 3]));
+    stream.extend(packet(2, b""));
+    let scan = |chunk: usize| {
+        let (mut bytes, mut scanner) = (stream.clone(), PacketScanner::new());
+        let mut sink = Renumber(Recorder { want_body: true, ..Default::default() });
+        for piece in bytes.chunks_mut(chunk) {
+            scanner.scan_mut(piece, &mut sink);
+        }
+        (bytes, sink.0.events)
+    };
+    let (whole_bytes, whole_events) = scan(stream.len());
+    assert_eq!([whole_bytes[3], whole_bytes[8], whole_bytes[4 + 1 + 4 + PREFIX_LEN + 3 + 3]], [10, 11, 12]);
+    assert_eq!(whole_events[0], Event::Start { seq: 10, len: 1, prefix: vec![1] });
+    for chunk in 1..stream.len() {
+        assert_eq!(scan(chunk), (whole_bytes.clone(), whole_events.clone()), "chunk size {chunk}");
+    }
 }
