@@ -333,7 +333,7 @@ impl Aggregates {
                     )),
                 );
             }
-            Event::Command(r) => self.command(r),
+            Event::Command(r) => self.command(r, None),
             Event::Identity { conn_id, user, schema } => {
                 if let Some(c) = self.connections.get_mut(conn_id) {
                     c.user = user.clone();
@@ -355,7 +355,14 @@ impl Aggregates {
         }
     }
 
-    fn command(&mut self, r: &CommandRecord) {
+    /// Folds a command in, as [`apply`](Self::apply) does, taking its connection from
+    /// `directory` if this recording does not know it yet: how a rolling window's slot learns
+    /// of a connection opened before it began, in the one look-up the command needs anyway.
+    pub fn apply_command(&mut self, r: &CommandRecord, directory: &HashMap<u64, ConnectionStats>) {
+        self.command(r, Some(directory));
+    }
+
+    fn command(&mut self, r: &CommandRecord, directory: Option<&HashMap<u64, ConnectionStats>>) {
         if self.metered {
             self.metrics.record(r);
         }
@@ -373,7 +380,13 @@ impl Aggregates {
         t.wire_down += wire_down;
         t.unparsed += u64::from(r.unparsed);
         t.rows += r.rows;
-        if let Some(c) = self.connections.get_mut(&r.conn_id) {
+        let connection = match self.connections.entry(r.conn_id) {
+            std::collections::hash_map::Entry::Occupied(known) => Some(known.into_mut()),
+            std::collections::hash_map::Entry::Vacant(new) => {
+                directory.and_then(|d| d.get(&r.conn_id)).map(|template| new.insert(Box::new(template.clone())))
+            }
+        };
+        if let Some(c) = connection {
             c.commands += 1;
             c.errors += u64::from(r.error.is_some());
             c.round_trips += u64::from(r.round_trips);

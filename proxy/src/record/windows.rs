@@ -128,6 +128,11 @@ impl Windows {
         }
         // Disjoint fields: the newest slot, and the connection directory.
         let Some(slot) = self.slots.back_mut().map(|s| &mut s.aggregates) else { return };
+        if let Event::Command(r) = event {
+            // The common case, in one look-up of the connection.
+            slot.apply_command(r, &self.open);
+            return;
+        }
         if let Some(template) = self.open.get(&conn_id) {
             slot.adopt_connection(template);
         }
