@@ -243,6 +243,7 @@ impl Detector for Chatty {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::run::AppId;
     use crate::protocol::constants::command::COM_PING;
 
     fn ping(conn: u64, at_us: u64) -> CommandRecord {
@@ -253,11 +254,13 @@ mod tests {
     }
 
     /// The context the engine gives a ping on connection `conn`.
-    fn context(conn: u64) -> Context {
+    fn context(conn: u64) -> Context<'static> {
+        static APPLICATION: std::sync::LazyLock<Arc<str>> = std::sync::LazyLock::new(|| Arc::from("app@10.0.0.7"));
         Context {
             scope: PatternScope::Connection(conn),
-            application: Arc::from("app@10.0.0.7"),
-            origin: None,
+            application: &APPLICATION,
+            app: AppId::of("app@10.0.0.7", None),
+            origin: &None,
             emulated: None,
             driver: None,
             role: Role::of(&ping(conn, 0)),

@@ -10,22 +10,18 @@
 //! `min_share` of that time. A run ends only when it is forgotten (too many applications) or
 //! the recording is reset: the report shows it in progress, like the recording itself.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap as HashMap;
 
 use rttscope_config::ConnectionChurnConfig;
 
-use super::run::{Bar, Context, Detector, Run};
-use super::{Detail, Driver, Kind};
+use super::run::{AppId, Bar, Context, Detector, Run};
+use super::{Detail, Kind};
 use crate::protocol::session::CONNECT;
 use crate::record::CommandRecord;
 
 /// Applications followed at once; past this, the one that connected least recently is
 /// forgotten (its run ends).
 const MAX_APPLICATIONS: usize = 1024;
-
-type AppKey = (Arc<str>, Option<Driver>);
 
 /// One application's time: its setups (a run, from the first one on) and all its commands.
 #[derive(Default)]
@@ -50,8 +46,8 @@ impl App {
 pub struct ConnectionChurn {
     min_connections: u64,
     min_share: f64,
-    apps: HashMap<AppKey, App>,
-    last: Option<AppKey>,
+    apps: HashMap<AppId, App>,
+    last: Option<AppId>,
 }
 
 impl ConnectionChurn {
@@ -66,7 +62,7 @@ impl ConnectionChurn {
     }
 
     fn forget_least_recent(&mut self, ended: &mut Vec<Run>) {
-        let oldest = self.apps.iter().min_by_key(|(_, a)| a.last_connect_us).map(|(k, _)| k.clone());
+        let oldest = self.apps.iter().min_by_key(|(_, a)| a.last_connect_us).map(|(k, _)| *k);
         if let Some(app) = oldest.and_then(|k| self.apps.remove(&k)) {
             ended.extend(app.run);
         }
@@ -80,7 +76,7 @@ impl Detector for ConnectionChurn {
 
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
-        let key: AppKey = (ctx.application.clone(), ctx.driver);
+        let key = ctx.app;
         let setup = r.command == CONNECT;
         if !setup {
             // Any other command only adds its time, to an application already followed: one
@@ -105,7 +101,7 @@ impl Detector for ConnectionChurn {
                 self.forget_least_recent(ended);
             }
         }
-        let app = self.apps.entry(key.clone()).or_default();
+        let app = self.apps.entry(key).or_default();
         let latency = r.latency_us();
         app.recorded_us += latency;
         if setup {

@@ -10,15 +10,13 @@
 //! wire bytes take at least `min_transfer_share` of its projected time there. A statement
 //! seen over a compressed long hop never qualifies: it has nothing left to gain.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap as HashMap;
 
 use rttscope_config::FindingsConfig;
 
-use super::run::{Bar, Context, Detector, Run};
+use super::run::{AppId, Bar, Context, Detector, Run};
 use super::whatif::{Measured, Projection, project};
-use super::{Detail, Driver, Emulated, Finding, Kind};
+use super::{Detail, Emulated, Finding, Kind};
 use crate::fingerprint::FingerprintId;
 use crate::human::{bandwidth, bytes, us};
 use crate::record::{CommandRecord, Compressibility, PayloadSample};
@@ -26,7 +24,7 @@ use crate::record::{CommandRecord, Compressibility, PayloadSample};
 /// Statements followed at once; past this, new ones are not.
 const MAX_STATEMENTS: usize = 1024;
 
-type Key = (FingerprintId, Arc<str>, Option<Driver>);
+type Key = (FingerprintId, AppId);
 
 /// One statement's run, and whether any of its commands crossed a compressed long hop.
 struct Statement {
@@ -107,7 +105,7 @@ impl Detector for Compression {
 
     fn command(&mut self, r: &CommandRecord, ctx: &Context, _ended: &mut Vec<Run>) {
         self.last = None;
-        let key: Key = (r.fingerprint, ctx.application.clone(), ctx.driver);
+        let key: Key = (r.fingerprint, ctx.app);
         let sample = match &r.payload_sample {
             Some(PayloadSample::Measured(m)) => Some(*m),
             _ => None,
@@ -118,7 +116,7 @@ impl Detector for Compression {
         if !self.statements.contains_key(&key) && self.statements.len() >= MAX_STATEMENTS {
             return;
         }
-        let st = self.statements.entry(key.clone()).or_insert_with(|| Statement {
+        let st = self.statements.entry(key).or_insert_with(|| Statement {
             run: Run::new(Kind::Compression, ctx, r, Detail::Compression(Compressibility::default())),
             compressed_hop: false,
         });
@@ -148,7 +146,7 @@ impl Detector for Compression {
         let Detail::Compression(c) = &run.detail else { return None };
         let compressed = self
             .statements
-            .get(&(run.fingerprint, run.application.clone(), run.driver))
+            .get(&(run.fingerprint, AppId::of(&run.application, run.driver)))
             .is_none_or(|s| s.compressed_hop);
         (!compressed && c.samples > 0 && c.ratio() >= self.min_ratio && self.bandwidth_bound(run))
             .then_some(Bar { min_executions: 1, min_projected_cost_us: 0 })

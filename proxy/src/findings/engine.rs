@@ -14,7 +14,7 @@ use super::compression::{self, Compression};
 use super::cursors::Cursors;
 use super::loops::Loops;
 use super::pages::Pages;
-use super::run::{Context, Detector, Roles, Run};
+use super::run::{AppId, Context, Detector, Roles, Run};
 use super::whatif::{self, projections};
 use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
 use crate::record::{CommandRecord, Consumer, Event};
@@ -35,9 +35,9 @@ pub struct FindingsEngine {
     config: FindingsConfig,
     reference_rtt_us: u64,
     detectors: Vec<Box<dyn Detector>>,
-    /// By connection: `user@client-host`, and the client library when its attributes named
-    /// one we know (one look-up per command for both).
-    applications: HashMap<u64, (Arc<str>, Option<Driver>)>,
+    /// By connection: `user@client-host`, the client library when its attributes named
+    /// one we know, and both as a number (one look-up per command for all three).
+    applications: HashMap<u64, (Arc<str>, Option<Driver>, AppId)>,
     /// The emulated link configured now (set by the consumer before each batch).
     emulated: Option<Emulated>,
     found: HashMap<FindingKey, Finding>,
@@ -50,6 +50,7 @@ pub struct FindingsEngine {
     pub counts: BTreeMap<&'static str, u64>,
     log_window: (u64, u32),
     unnamed: Arc<str>,
+    unnamed_id: AppId,
     roles: Roles,
 }
 
@@ -78,6 +79,7 @@ impl FindingsEngine {
             counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
             log_window: (0, 0),
             unnamed: Arc::from(""),
+            unnamed_id: AppId::of("", None),
             roles: Roles::default(),
         }
     }
@@ -103,14 +105,16 @@ impl FindingsEngine {
                         .as_deref()
                         .and_then(|library| Driver::infer(library, legs.client_program.as_deref()));
                     let application = Arc::from(format!("{user}@{}", host_of(client)));
-                    self.applications.insert(*conn_id, (application, driver));
+                    let id = AppId::of(&application, driver);
+                    self.applications.insert(*conn_id, (application, driver, id));
                 }
                 *at_us
             }
             Event::Identity { conn_id, user, .. } => {
-                if let Some((app, _)) = self.applications.get_mut(conn_id) {
+                if let Some((app, driver, id)) = self.applications.get_mut(conn_id) {
                     let host = app.rsplit_once('@').map_or("", |(_, h)| h).to_owned();
                     *app = Arc::from(format!("{user}@{host}"));
+                    *id = AppId::of(app, *driver);
                 }
                 return;
             }
@@ -129,10 +133,11 @@ impl FindingsEngine {
         let application = self.applications.get(&r.conn_id);
         let ctx = Context {
             scope: r.trace.map_or(PatternScope::Connection(r.conn_id), PatternScope::Trace),
-            application: application.map_or_else(|| self.unnamed.clone(), |(app, _)| app.clone()),
-            origin: r.origin.clone(),
+            application: application.map_or(&self.unnamed, |(app, _, _)| app),
+            app: application.map_or(self.unnamed_id, |(_, _, id)| *id),
+            origin: &r.origin,
             emulated: self.emulated,
-            driver: application.and_then(|(_, driver)| *driver),
+            driver: application.and_then(|(_, driver, _)| *driver),
             role: self.roles.of(r),
         };
         let reference = self.reference_rtt_us;

@@ -11,15 +11,33 @@ use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::*;
 use crate::record::{CommandRecord, Origin};
 
-/// Where and for whom a command ran, as every detector sees it.
+/// An application — `user@client-host` and its client library — as a number, worked out when
+/// it connects: detectors that keep state per application key it by these eight bytes
+/// instead of hashing the name for every command. Two applications of one number (a 64-bit
+/// hash) would share that state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AppId(u64);
+
+impl AppId {
+    /// The number of `application` run by `driver`.
+    pub fn of(application: &str, driver: Option<Driver>) -> AppId {
+        let driver = driver.map_or(0, |d| d as u64 + 1);
+        AppId(crate::fingerprint::hash_value(application.as_bytes()) ^ driver.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+}
+
+/// Where and for whom a command ran, as every detector sees it (borrowed from the engine and
+/// the record: nothing in it is copied per command).
 #[derive(Clone, Debug)]
-pub struct Context {
+pub struct Context<'a> {
     /// The connection, or the request when the command carried a `traceparent`.
     pub scope: PatternScope,
     /// `user@client-host` of the connection (empty when unknown).
-    pub application: Arc<str>,
+    pub application: &'a Arc<str>,
+    /// `application` and `driver` as a number.
+    pub app: AppId,
     /// Where in the application the command came from (its sqlcommenter tags).
-    pub origin: Option<Arc<Origin>>,
+    pub origin: &'a Option<Arc<Origin>>,
     /// The emulated link configured when the command was collected.
     pub emulated: Option<Emulated>,
     /// The connection's client library, when its connection attributes named one we know.
