@@ -169,16 +169,21 @@ impl Collector for RecordCollector {
             "Commands answered with an error, by command.",
             m.by_command().map(|(c, _, e)| ([("command", c)], e)),
         )?;
-        f.counter("rttscope_round_trips_total", "Request/response exchanges with the upstream server.", m.round_trips)?;
+        let all = m.statements.sum();
+        f.counter(
+            "rttscope_round_trips_total",
+            "Request/response exchanges with the upstream server.",
+            all.round_trips,
+        )?;
         f.histogram(
             "rttscope_query_duration_seconds",
             "Time from a command's first byte to the last byte of its response.",
-            &m.duration_seconds,
+            &all.duration_seconds,
         )?;
         f.histogram(
             "rttscope_query_first_byte_seconds",
             "Time from a command's first byte to the first byte of its response (server time plus one round trip).",
-            &m.first_byte_seconds,
+            &all.first_byte_seconds,
         )?;
         f.histogram("rttscope_result_bytes", "Bytes in each response.", &m.result_bytes)?;
         f.gauge(

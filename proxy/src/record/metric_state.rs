@@ -73,17 +73,13 @@ pub const BYTES_BUCKETS: &[f64] = &[
     1073741824.0,
 ];
 
-/// Command-level metrics since start.
+/// Command-level metrics since start. Every command counts in its statement's series (or
+/// `other`'s), so the command-level latency histograms and round trips are those series
+/// summed when a scrape asks ([`StatementMetrics::sum`]), not counted a second time per command.
 #[derive(Clone, Debug)]
 pub struct CommandMetrics {
-    /// Request to last response byte, seconds: `rttscope_query_duration_seconds`.
-    pub duration_seconds: BucketHistogram,
-    /// Request to first response byte, seconds: `rttscope_query_first_byte_seconds`.
-    pub first_byte_seconds: BucketHistogram,
     /// Response packet bytes per command: `rttscope_result_bytes`.
     pub result_bytes: BucketHistogram,
-    /// Client waits summed: `rttscope_round_trips_total`.
-    pub round_trips: u64,
     /// Commands and errors by command name: every byte without a name counts as one
     /// `COM_UNKNOWN`, so a client sending nonsense cannot grow the label set.
     commands: Vec<(&'static str, u64, u64)>,
@@ -94,10 +90,7 @@ pub struct CommandMetrics {
 impl Default for CommandMetrics {
     fn default() -> Self {
         CommandMetrics {
-            duration_seconds: BucketHistogram::new(SECONDS_BUCKETS),
-            first_byte_seconds: BucketHistogram::new(SECONDS_BUCKETS),
             result_bytes: BucketHistogram::new(BYTES_BUCKETS),
-            round_trips: 0,
             commands: Vec::new(),
             statements: StatementMetrics::new(DEFAULT_TOP_STATEMENTS),
         }
@@ -116,12 +109,7 @@ impl CommandMetrics {
     /// Counts one command in every histogram, its command name and its statement's series.
     pub fn record(&mut self, r: &CommandRecord) {
         self.statements.record(r);
-        self.duration_seconds.observe(r.latency_us() as f64 / 1e6);
-        if let Some(us) = r.first_byte_latency_us() {
-            self.first_byte_seconds.observe(us as f64 / 1e6);
-        }
         self.result_bytes.observe(r.bytes_down as f64);
-        self.round_trips += u64::from(r.round_trips);
         let error = u64::from(r.error.is_some());
         let name = command::name(r.command);
         // The names are static: the same name is almost always the same pointer.

@@ -187,6 +187,17 @@ impl StatementMetrics {
         }
         (other.duration_seconds.count() > 0).then_some(other)
     }
+
+    /// Every statement's series summed: each command counted once, whichever series holds
+    /// it (`rttscope_query_duration_seconds`, `rttscope_round_trips_total`, …). Goes up
+    /// only, as its parts' sum does: a promotion or a fold moves counts between them.
+    pub fn sum(&self) -> StatementSeries {
+        let mut all = StatementSeries::new(Arc::from("all"));
+        for series in self.labelled.values().chain(self.candidates.values()).chain([&self.folded]) {
+            all.merge(series);
+        }
+        all
+    }
 }
 
 /// `db.operation.name`: the statement's verb for SQL, upper case as OpenTelemetry writes it
@@ -259,6 +270,27 @@ mod tests {
         let labelled: Vec<u64> = m.labelled().map(|(id, _)| id.0).collect();
         assert!(labelled.contains(&3) && labelled.contains(&2), "{labelled:?}");
         assert_eq!(total_count(&m), 52);
+    }
+
+    /// The command-level series are the statements' summed: every command once, and never
+    /// less after a rebalance moves counts between series.
+    #[test]
+    fn the_sum_counts_every_command_once_and_only_goes_up() {
+        let mut m = StatementMetrics::new(3);
+        let mut last = (0, 0);
+        for i in 1..=2_000u64 {
+            // A few heavy statements among many light ones, so that places change hands.
+            let id = if i % 10 == 0 { 1 + i % 7 } else { 100 + i };
+            m.record(&record(id, if id < 100 { 5_000 } else { 10 }));
+            if i % 100 == 0 {
+                m.rebalance();
+            }
+            let all = m.sum();
+            let now = (all.duration_seconds.count(), all.round_trips);
+            assert_eq!(now, (i, i), "each command once in the sum");
+            assert!(now >= last);
+            last = now;
+        }
     }
 
     #[test]
