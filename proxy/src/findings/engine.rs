@@ -34,7 +34,7 @@ const DEFAULT_KEEP_RECENT_US: u64 = 3_600_000_000;
 pub struct FindingsEngine {
     config: FindingsConfig,
     reference_rtt_us: u64,
-    detectors: Vec<Box<dyn Detector>>,
+    detectors: Detectors,
     /// By connection: `user@client-host`, the client library when its attributes named
     /// one we know, and both as a number (one look-up per command for all three).
     applications: HashMap<u64, (Arc<str>, Option<Driver>, AppId)>,
@@ -58,14 +58,14 @@ impl FindingsEngine {
     /// Every detector, with `config`'s thresholds and reference RTT.
     pub fn new(config: FindingsConfig) -> FindingsEngine {
         let reference_rtt_us = config.reference_rtt.0.as_micros() as u64;
-        let detectors: Vec<Box<dyn Detector>> = vec![
-            Box::new(Loops::new(&config)),
-            Box::new(Cursors::new(&config.fetch)),
-            Box::new(Pages::new(&config.pagination)),
-            Box::new(Chatty::new(&config.chatty)),
-            Box::new(ConnectionChurn::new(&config.connection_churn)),
-            Box::new(Compression::new(&config)),
-        ];
+        let detectors = Detectors {
+            loops: Loops::new(&config),
+            cursors: Cursors::new(&config.fetch),
+            pages: Pages::new(&config.pagination),
+            chatty: Chatty::new(&config.chatty),
+            churn: ConnectionChurn::new(&config.connection_churn),
+            compression: Compression::new(&config),
+        };
         FindingsEngine {
             config,
             reference_rtt_us,
@@ -119,7 +119,7 @@ impl FindingsEngine {
                 return;
             }
             Event::Closed { conn_id, at_us } => {
-                for d in &mut self.detectors {
+                for d in self.detectors.all_mut() {
                     d.connection_closed(*conn_id, &mut ended);
                 }
                 self.applications.remove(conn_id);
@@ -140,20 +140,22 @@ impl FindingsEngine {
             driver: application.and_then(|(_, driver, _)| *driver),
             role: self.roles.of(r),
         };
-        let reference = self.reference_rtt_us;
         let mut newly = Vec::new();
-        for d in &mut self.detectors {
-            d.command(r, &ctx, ended);
-            if let Some(run) = d.last_extended()
-                && !run.announced.get()
-                && qualifies(&**d, run, reference)
-            {
-                run.announced.set(true);
-                if !self.announced.contains(&run.key()) {
-                    newly.push(run.to_finding());
-                }
-            }
-        }
+        let mut feed = Feed {
+            r,
+            ctx: &ctx,
+            ended,
+            reference: self.reference_rtt_us,
+            announced: &self.announced,
+            newly: &mut newly,
+        };
+        let Detectors { loops, cursors, pages, chatty, churn, compression } = &mut self.detectors;
+        feed.to(loops);
+        feed.to(cursors);
+        feed.to(pages);
+        feed.to(chatty);
+        feed.to(churn);
+        feed.to(compression);
         for f in newly {
             // A churn or compression run lasts as long as the recording, so it is counted
             // when it first qualifies rather than when it ends.
@@ -195,11 +197,11 @@ impl FindingsEngine {
     /// The detectors, in the order they see commands.
     #[cfg(test)]
     pub(crate) fn detectors(&self) -> impl Iterator<Item = &dyn Detector> {
-        self.detectors.iter().map(|d| &**d)
+        self.detectors.all().into_iter()
     }
 
     fn detector_of(&self, kind: Kind) -> Option<&dyn Detector> {
-        self.detectors.iter().find(|d| d.kinds().contains(&kind)).map(|d| &**d)
+        self.detectors.all().into_iter().find(|d| d.kinds().contains(&kind))
     }
 
     /// One warning per new finding, at most a few a minute.
@@ -268,10 +270,10 @@ impl FindingsEngine {
     /// `all` and the runs in progress, assessed and ranked.
     fn ranked(&self, mut all: HashMap<FindingKey, Finding>, conn_time: &dyn Fn(u64) -> u64) -> Vec<Assessed> {
         let mut open = Vec::new();
-        for d in &self.detectors {
+        for d in self.detectors.all() {
             open.clear();
             d.in_progress(&mut open);
-            for run in open.iter().filter(|run| qualifies(&**d, run, self.reference_rtt_us)) {
+            for run in open.iter().filter(|run| qualifies(d, run, self.reference_rtt_us)) {
                 let f = run.to_finding();
                 match all.get_mut(&f.key()) {
                     Some(existing) => existing.merge(&f),
@@ -319,7 +321,7 @@ impl FindingsEngine {
 
     /// Forgets findings, occurrences and runs in progress (`POST /reset`); the metrics counts keep counting.
     pub fn reset(&mut self) {
-        for d in &mut self.detectors {
+        for d in self.detectors.all_mut() {
             d.clear();
         }
         self.found.clear();
@@ -329,7 +331,57 @@ impl FindingsEngine {
 }
 
 /// Whether a run clears its detector's bar: the one qualification rule for every kind.
-fn qualifies(d: &dyn Detector, run: &Run, reference_rtt_us: u64) -> bool {
+/// The detectors, each by its own type: a command reaches each through a direct call the
+/// compiler can inline (most return at once, the command being none of their business),
+/// where a list of `dyn Detector` cost two indirect calls per detector and command. Rarer
+/// paths see them as a list.
+struct Detectors {
+    loops: Loops,
+    cursors: Cursors,
+    pages: Pages,
+    chatty: Chatty,
+    churn: ConnectionChurn,
+    compression: Compression,
+}
+
+impl Detectors {
+    /// In the order they see commands.
+    fn all(&self) -> [&dyn Detector; 6] {
+        [&self.loops, &self.cursors, &self.pages, &self.chatty, &self.churn, &self.compression]
+    }
+
+    fn all_mut(&mut self) -> [&mut dyn Detector; 6] {
+        [&mut self.loops, &mut self.cursors, &mut self.pages, &mut self.chatty, &mut self.churn, &mut self.compression]
+    }
+}
+
+/// One command on its way through the detectors, collecting the runs it made qualify for the
+/// first time.
+struct Feed<'a, 'c> {
+    r: &'a CommandRecord,
+    ctx: &'a Context<'c>,
+    ended: &'a mut Vec<Run>,
+    reference: u64,
+    announced: &'a HashSet<FindingKey>,
+    newly: &'a mut Vec<Finding>,
+}
+
+impl Feed<'_, '_> {
+    fn to<D: Detector>(&mut self, d: &mut D) {
+        d.command(self.r, self.ctx, self.ended);
+        if let Some(run) = d.last_extended()
+            && !run.announced.get()
+            && qualifies(d, run, self.reference)
+        {
+            run.announced.set(true);
+            if !self.announced.contains(&run.key()) {
+                self.newly.push(run.to_finding());
+            }
+        }
+    }
+}
+
+fn qualifies<D: Detector + ?Sized>(d: &D, run: &Run, reference_rtt_us: u64) -> bool {
     d.bar(run).is_some_and(|bar| {
         run.executions >= bar.min_executions
             && run.round_trips.saturating_mul(reference_rtt_us) >= bar.min_projected_cost_us
