@@ -234,7 +234,9 @@ impl Run {
         let from = if self.executions == 0 { r.request_us } else { r.request_us.max(self.last_us) };
         let added = r.last_byte_us.saturating_sub(from).min(latency);
         self.busy_us += added;
-        if latency > 0 {
+        // The share of the injected time that falls in the added span (a 128-bit division,
+        // so only when a link was emulated).
+        if latency > 0 && r.injected_us > 0 {
             self.injected_us +=
                 (u128::from(r.injected_us.min(latency)) * u128::from(added) / u128::from(latency)) as u64;
         }
