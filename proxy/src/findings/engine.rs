@@ -330,7 +330,6 @@ impl FindingsEngine {
     }
 }
 
-/// Whether a run clears its detector's bar: the one qualification rule for every kind.
 /// The detectors, each by its own type: a command reaches each through a direct call the
 /// compiler can inline (most return at once, the command being none of their business),
 /// where a list of `dyn Detector` cost two indirect calls per detector and command. Rarer
@@ -381,6 +380,7 @@ impl Feed<'_, '_> {
     }
 }
 
+/// Whether a run clears its detector's bar: the one qualification rule for every kind.
 fn qualifies<D: Detector + ?Sized>(d: &D, run: &Run, reference_rtt_us: u64) -> bool {
     d.bar(run).is_some_and(|bar| {
         run.executions >= bar.min_executions
