@@ -80,8 +80,14 @@ impl Probe {
     /// Reads the sockets if a reading is due: the long-haul `upstream` one
     /// and, when it is TCP, the client's. Returns the upstream reading for
     /// the other observers, and its loss counters — alone (one `TCP_INFO`) when only
-    /// a response's end asked for them. Called by the relay after each read.
-    pub fn sample<U, C>(&mut self, upstream: &U, client: Option<&C>) -> (Option<LinkSample>, Option<LossCounters>)
+    /// a response's end asked for them and `loss_wanted` (someone records which commands
+    /// waited for a retransmission). Called by the relay after each read.
+    pub fn sample<U, C>(
+        &mut self,
+        upstream: &U,
+        client: Option<&C>,
+        loss_wanted: bool,
+    ) -> (Option<LinkSample>, Option<LossCounters>)
     where
         U: AsRawFd,
         C: AsRawFd,
@@ -89,7 +95,7 @@ impl Probe {
     {
         let now = self.arrival_us;
         let interval = if self.tracker.in_transfer() { self.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
-        let response_ended = std::mem::take(&mut self.response_ended);
+        let response_ended = std::mem::take(&mut self.response_ended) && loss_wanted;
         if !self.tracker.wants_sample() && self.last_sample_us.is_some_and(|last| now.saturating_sub(last) < interval) {
             let counters = if response_ended { loss_counters(upstream).ok() } else { None };
             return (None, counters.map(|c| self.with_gaps(c)));

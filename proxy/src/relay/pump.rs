@@ -425,7 +425,9 @@ impl Timeouts {
 /// other observers what it read.
 fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
     let Some(up) = upstream.transport().tcp() else { return };
-    let (reading, counters) = tap.1.sample(up, client.transport().tcp());
+    // The reading at a response's end is for the recorder alone (which commands waited for a
+    // retransmission): with recording off, it is not made.
+    let (reading, counters) = tap.1.sample(up, client.transport().tcp(), tap.2.is_some());
     if let Some(reading) = reading {
         tap.link_sample(&reading);
     }
