@@ -53,17 +53,27 @@ async fn literals_never_reach_reports_unless_asked() {
 async fn live_connections_show_the_command_in_flight() {
     let proxy = TestProxy::start();
     let mut busy = connect(&proxy).await;
-    let sleeping = tokio::spawn(async move {
-        let _: Option<u8> = busy.query_first("SELECT SLEEP(1.5)").await.unwrap();
-        busy
-    });
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let views: serde_json::Value = serde_json::from_str(&admin_get(&proxy, "/connections")).unwrap();
-    let views = views.as_array().unwrap();
-    let busy_view = views.iter().find(|v| v["current_command"] == "COM_QUERY").expect("a connection running a query");
-    assert_eq!(busy_view["user"], NATIVE.user);
-    assert!(busy_view["current_for_us"].as_u64().unwrap() >= 400_000, "{busy_view}");
-    let _ = sleeping.await.unwrap();
+    // The same statement twice, with another between and after: each time the statement in
+    // flight is the one shown (the second time, rttscope only marks the stored one current).
+    for (round, sql) in ["SELECT SLEEP(1.2)", "SELECT SLEEP(1.2)"].into_iter().enumerate() {
+        let sleeping = tokio::spawn(async move {
+            let _: Option<u8> = busy.query_first(sql).await.unwrap();
+            busy.query_drop("DO 1").await.unwrap();
+            busy
+        });
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let views: serde_json::Value = serde_json::from_str(&admin_get(&proxy, "/connections")).unwrap();
+        let views = views.as_array().unwrap();
+        let busy_view =
+            views.iter().find(|v| v["current_command"] == "COM_QUERY").expect("a connection running a query");
+        assert_eq!(busy_view["user"], NATIVE.user);
+        assert!(busy_view["current_for_us"].as_u64().unwrap() >= 400_000, "{busy_view}");
+        assert_eq!(busy_view["current_statement"], "select sleep(?)", "round {round}: {busy_view}");
+        busy = sleeping.await.unwrap();
+        let views: serde_json::Value = serde_json::from_str(&admin_get(&proxy, "/connections")).unwrap();
+        let idle = &views.as_array().unwrap()[0];
+        assert!(idle["current_statement"].is_null(), "round {round}, idle: {idle}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,8 +25,14 @@ pub struct LiveConnection {
     /// The command byte in flight plus one; 0 when idle.
     current_command: AtomicU64,
     current_since_us: AtomicU64,
-    /// The statement in flight (its normalised text), when recording knows it.
+    /// Commands started so far: which one is in flight.
+    commands_started: AtomicU64,
+    /// The statement in flight (its normalised text), when recording knows it: the one
+    /// stored here, if `statement_of` names the command in flight. A connection that runs
+    /// one statement again and again keeps it stored and only moves `statement_of` on: no
+    /// lock per command.
     statement: Mutex<Option<Arc<str>>>,
+    statement_of: AtomicU64,
     identity: Mutex<Identity>,
     link: Mutex<Option<LiveLink>>,
     legs: Mutex<Option<Legs>>,
@@ -99,7 +105,9 @@ impl LiveConnection {
             opened_us,
             current_command: AtomicU64::new(0),
             current_since_us: AtomicU64::new(0),
+            commands_started: AtomicU64::new(0),
             statement: Mutex::new(None),
+            statement_of: AtomicU64::new(0),
             identity: Mutex::new(Identity::default()),
             link: Mutex::new(None),
             legs: Mutex::new(None),
@@ -120,9 +128,8 @@ impl LiveConnection {
     pub fn command_started(&self, command: u8, since_us: u64) {
         self.current_since_us.store(since_us, Ordering::Relaxed);
         self.current_command.store(u64::from(command) + 1, Ordering::Relaxed);
-        if let Ok(mut statement) = self.statement.try_lock() {
-            *statement = None;
-        }
+        // One writer (the connection's task): no read-modify-write needed.
+        self.commands_started.store(self.commands_started.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// Nothing is in flight any more.
@@ -130,19 +137,26 @@ impl LiveConnection {
         self.current_command.store(0, Ordering::Relaxed);
     }
 
-    /// The statement the command in flight runs. Skipped, not waited for,
-    /// if a reader holds the lock.
-    pub fn set_statement(&self, text: &Arc<str>) {
-        if let Ok(mut statement) = self.statement.try_lock() {
-            *statement = Some(text.clone());
-        }
+    /// The statement the command in flight runs. Skipped, not waited for, if a reader holds
+    /// the lock: returns whether it was stored.
+    pub fn set_statement(&self, text: &Arc<str>) -> bool {
+        let Ok(mut statement) = self.statement.try_lock() else { return false };
+        *statement = Some(text.clone());
+        self.statement_of.store(self.commands_started.load(Ordering::Relaxed), Ordering::Relaxed);
+        true
+    }
+
+    /// The command in flight runs the statement stored last (which the caller knows it set).
+    pub fn same_statement(&self) {
+        self.statement_of.store(self.commands_started.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// The command in flight, if any.
     pub fn in_flight(&self) -> Option<InFlight> {
         let command = self.current_command.load(Ordering::Relaxed).checked_sub(1)?;
         let since_us = self.current_since_us.load(Ordering::Relaxed);
-        let statement = self.statement.lock().map(|s| s.clone()).unwrap_or(None);
+        let current = self.commands_started.load(Ordering::Relaxed) == self.statement_of.load(Ordering::Relaxed);
+        let statement = if current { self.statement.lock().map(|s| s.clone()).unwrap_or(None) } else { None };
         Some(InFlight { command: command as u8, since_us, statement })
     }
 
@@ -246,6 +260,9 @@ mod tests {
         assert_eq!((now.command, now.since_us, now.statement.as_deref()), (0x03, 42, Some("select ?")));
         live.command_started(0x0e, 50);
         assert_eq!(live.in_flight().and_then(|f| f.statement), None, "a new command forgets the old statement");
+        live.command_started(0x03, 60);
+        live.same_statement();
+        assert_eq!(live.in_flight().and_then(|f| f.statement).as_deref(), Some("select ?"), "the same one again");
         live.idle();
         assert_eq!(live.in_flight(), None);
     }

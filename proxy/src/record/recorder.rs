@@ -60,6 +60,8 @@ pub struct Recorder {
     sink: EventSink,
     /// Where `/connections` shows the statement in flight.
     live: Arc<LiveConnection>,
+    /// The statement last stored there: the same one again is only marked current.
+    shown: Option<Arc<str>>,
     /// The current chunk's time as the client lives it, µs.
     now_us: u64,
     /// How long an emulated link holds the current chunk, µs.
@@ -102,6 +104,7 @@ impl Recorder {
             conn_id,
             sink,
             live,
+            shown: None,
             now_us: micros(accepted),
             hold_us: 0,
             started_us: Some(micros(accepted)),
@@ -116,6 +119,15 @@ impl Recorder {
             mode: SqlMode::default(),
             retransmits: RetransmissionWatch::default(),
             setup_round_trips: SETUP_ROUND_TRIPS,
+        }
+    }
+
+    /// Shows `text` as the statement in flight in `/connections`.
+    fn show_statement(&mut self, text: &Arc<str>) {
+        if self.shown.as_ref().is_some_and(|shown| Arc::ptr_eq(shown, text)) {
+            self.live.same_statement();
+        } else if self.live.set_statement(text) {
+            self.shown = Some(text.clone());
         }
     }
 
@@ -257,7 +269,7 @@ impl Observer for Recorder {
         if record.fingerprint == UNNAMED {
             (record.fingerprint, record.text) = self.texts.named(command::name(c.command));
         } else if self.in_flight.is_empty() {
-            self.live.set_statement(&record.text);
+            self.show_statement(&record.text);
         }
         self.in_flight.push_back(InFlight { record, prepare, ansi_quotes });
     }
@@ -347,8 +359,8 @@ impl Observer for Recorder {
             self.sink.send(Event::Command(ready));
         }
         // The next command in line, if pipelined, is the one in flight now.
-        if let Some(next) = self.in_flight.front() {
-            self.live.set_statement(&next.record.text);
+        if let Some(text) = self.in_flight.front().map(|next| next.record.text.clone()) {
+            self.show_statement(&text);
         }
     }
 
