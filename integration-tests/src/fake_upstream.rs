@@ -81,6 +81,30 @@ pub fn read_packet(stream: &mut impl Read) -> io::Result<(u8, Vec<u8>)> {
     Ok((head[3], payload))
 }
 
+/// A `COM_QUERY` of `sql`, sequence id 0.
+pub fn com_query(sql: &str) -> Vec<u8> {
+    packet(0, &[&[0x03][..], sql.as_bytes()].concat())
+}
+
+/// A text result set as read (no CLIENT_DEPRECATE_EOF): every payload from the column count
+/// to the closing EOF, in order; an ERR instead is an error.
+pub fn read_result(stream: &mut impl Read) -> io::Result<Vec<Vec<u8>>> {
+    let mut payloads = Vec::new();
+    let mut eofs = 0;
+    while eofs < 2 {
+        let (_, payload) = read_packet(stream)?;
+        let first = payload.first().copied();
+        if payloads.is_empty() && first == Some(0xFF) {
+            return Err(io::Error::other(format!("ERR: {}", String::from_utf8_lossy(&payload))));
+        }
+        if first == Some(0xFE) && payload.len() < 9 {
+            eofs += 1;
+        }
+        payloads.push(payload);
+    }
+    Ok(payloads)
+}
+
 /// The greeting packet (header included) a real server sends, captured
 /// fresh so its version and capabilities are genuine.
 pub fn capture_greeting(server: SocketAddr) -> io::Result<Vec<u8>> {

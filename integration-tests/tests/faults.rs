@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
 use rttscope_integration_tests::fake_upstream::{
-    Ending, FakeUpstream, Script, native_login, ok_packet, packet, read_packet, read_until_closed, reset,
+    Ending, FakeUpstream, Script, com_query, native_login, ok_packet, read_packet, read_result, read_until_closed,
+    reset,
 };
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb, native_opts};
 use rttscope_integration_tests::process::ProxyProcess;
@@ -65,29 +66,6 @@ fn raw_login_on(mut stream: TcpStream) -> TcpStream {
 
 fn raw_login(addr: SocketAddr) -> TcpStream {
     raw_login_on(TcpStream::connect(addr).unwrap())
-}
-
-fn com_query(sql: &str) -> Vec<u8> {
-    packet(0, &[&[0x03][..], sql.as_bytes()].concat())
-}
-
-/// A text result set as read (no CLIENT_DEPRECATE_EOF): every payload from the column count
-/// to the closing EOF, in order.
-fn read_result(stream: &mut impl Read) -> io::Result<Vec<Vec<u8>>> {
-    let mut payloads = Vec::new();
-    let mut eofs = 0;
-    while eofs < 2 {
-        let (_, payload) = read_packet(stream)?;
-        let first = payload.first().copied();
-        if payloads.is_empty() && first == Some(0xFF) {
-            return Err(io::Error::other(format!("ERR: {}", String::from_utf8_lossy(&payload))));
-        }
-        if first == Some(0xFE) && payload.len() < 9 {
-            eofs += 1;
-        }
-        payloads.push(payload);
-    }
-    Ok(payloads)
 }
 
 // --- A blackholed upstream ------------------------------------------------------------------

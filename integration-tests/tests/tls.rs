@@ -14,6 +14,7 @@ use mysql_async::prelude::*;
 use mysql_async::{ChangeUserOpts, Conn, OptsBuilder, ServerError, SslOpts};
 use rttscope_config::{Config, ListenTlsMode, UpstreamTlsMode};
 use rttscope_integration_tests::clients::{self, assert_same, conn_args};
+use rttscope_integration_tests::fake_upstream::{com_query, native_login, read_packet, read_result, read_until_closed};
 use rttscope_integration_tests::legs::{
     CliView, admin_get, assert_in_step, connections, logins, run_cli, run_cli_ok, status_value,
 };
@@ -416,6 +417,33 @@ fn require_x509_with_rttscope_s_client_certificate() {
     let without = proxy(|_| {});
     let refused = cli_fails(without.addr(), TLS_X509, &["--ssl"], "SELECT 1");
     assert!(refused.contains("ERROR 1045"), "{refused}");
+}
+
+/// A plain client that half-closes after its query still reads the whole answer, then the
+/// close, with TLS on the long hop: rttscope passes the half-close on with a TLS
+/// `close_notify`, after which the server still answers. (A bare FIN instead, tried for
+/// clients gone mid-command, made the server cut the answer short: see unix_socket.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_half_closed_client_still_reads_its_answer_over_a_tls_long_hop() {
+    use std::io::Write;
+    let proxy = proxy(|_| {});
+    let addr = proxy.addr();
+    for round in 0..5 {
+        let read = tokio::task::spawn_blocking(move || -> std::io::Result<(Vec<Vec<u8>>, Vec<u8>)> {
+            let mut stream = std::net::TcpStream::connect(addr)?;
+            stream.set_read_timeout(Some(NO_HANG))?;
+            let (_, greeting) = read_packet(&mut stream)?;
+            native_login(&mut stream, &greeting, TLS_NATIVE.user, TLS_NATIVE.password, DB);
+            stream.write_all(&com_query("SELECT seq, REPEAT('x', 1000) FROM seq_1_to_2000"))?;
+            stream.shutdown(std::net::Shutdown::Write)?;
+            let result = read_result(&mut stream)?;
+            Ok((result, read_until_closed(&mut stream)?))
+        });
+        let (result, rest) = read.await.unwrap().unwrap_or_else(|e| panic!("round {round}: {e}"));
+        assert_eq!(result.len(), 1 + 2 + 1 + 2000 + 1, "column count, 2 columns, EOF, rows, EOF");
+        assert_eq!(result[2003], [b"\x042000".as_slice(), &[0xFC, 0xE8, 0x03], &[b'x'; 1000]].concat());
+        assert!(rest.is_empty(), "nothing after the result: {rest:?}");
+    }
 }
 
 // ---- rttscope's own view -----------------------------------------------------------------

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use mysql_async::prelude::*;
 use rttscope_integration_tests::clients::python;
-use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
+use rttscope_integration_tests::mariadb::{DB, NATIVE, TLS_NATIVE, TestDb, TlsDb};
 use rttscope_integration_tests::process::{ProxyProcess, free_port, rttscope_binary};
 
 fn upstream() -> String {
@@ -22,16 +22,19 @@ fn yaml(socket: &Path) -> String {
     format!("{}listen:\n  address: [\"127.0.0.1:{}\", \"unix:{}\"]\n", upstream(), free_port(), socket.display())
 }
 
-/// `mariadb --socket` through rttscope's socket.
-fn cli_via_socket(socket: &Path, sql: &str) -> std::process::Output {
-    let (user, password) = (NATIVE.user, NATIVE.password);
-    Command::new(rttscope_integration_tests::clients::mariadb_cli_binary().expect("a mariadb CLI"))
-        .args(["--no-defaults", "--protocol=SOCKET", "--batch", "-N"])
+/// `mariadb --socket` through rttscope's socket, as `user`, running `sql`.
+fn cli_command(socket: &Path, (user, password): (&str, &str), sql: &str) -> Command {
+    let mut cmd = Command::new(rttscope_integration_tests::clients::mariadb_cli_binary().expect("a mariadb CLI"));
+    cmd.args(["--no-defaults", "--protocol=SOCKET", "--batch", "-N"])
         .arg(format!("--socket={}", socket.display()))
         .args([format!("--user={user}"), format!("--password={password}"), format!("--database={DB}")])
-        .args(["-e", sql])
-        .output()
-        .expect("run the mariadb CLI")
+        .args(["-e", sql]);
+    cmd
+}
+
+/// [`cli_command`] as `rtt_native`, run to the end.
+fn cli_via_socket(socket: &Path, sql: &str) -> std::process::Output {
+    cli_command(socket, (NATIVE.user, NATIVE.password), sql).output().expect("run the mariadb CLI")
 }
 
 fn socket_path(dir: &Path) -> PathBuf {
@@ -162,4 +165,60 @@ fn a_live_socket_or_another_file_is_left_alone() {
     let log = refused_start(&yaml(&file));
     assert!(log.contains("not a socket"), "{log}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+}
+
+/// Statements of `lock` waiting for it, as the server's process list shows them.
+async fn waiting_for(conn: &mut mysql_async::Conn, lock: &str) -> u64 {
+    let sql = format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE '%{lock}%' \
+         AND ID <> CONNECTION_ID()"
+    );
+    conn.query_first(sql).await.expect("the process list").expect("a count")
+}
+
+/// A client gone in the middle of a command (killed: its socket closed, no `COM_QUIT`)
+/// frees the server's thread through rttscope as it does directly: the server, waiting on a
+/// lock for it, notices that it left — here with TLS on the long hop, where passing the
+/// client's FIN on as a half-close carried a `close_notify` the busy server found waiting to
+/// be read and took for a client still there (MariaDB's main.dirty_close). Over the socket
+/// rttscope can tell a client gone from one that only half-closed; over TCP it cannot
+/// (README, "Running in production").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_mid_command_frees_the_servers_thread() {
+    let db = TlsDb::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = socket_path(dir.path());
+    let proxy = ProxyProcess::start_with_unix(&socket, None, &format!("upstream: {}\n", db.upstream_addr())).unwrap();
+    let lock = "rttscope_client_gone";
+    let holder_opts = db
+        .opts_via(proxy.listen(), TLS_NATIVE.user, TLS_NATIVE.password)
+        .socket(Some(socket.display().to_string()))
+        .prefer_socket(true);
+    let mut holder = mysql_async::Conn::new(holder_opts).await.expect("a login over the socket");
+    let got: Option<u32> = holder.query_first(format!("SELECT GET_LOCK('{lock}', 0)")).await.unwrap();
+    assert_eq!(got, Some(1));
+    let mut waiter =
+        cli_command(&socket, (TLS_NATIVE.user, TLS_NATIVE.password), &format!("SELECT GET_LOCK('{lock}', 3600)"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn mariadb");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while waiting_for(&mut holder, lock).await == 0 {
+        assert!(Instant::now() < deadline, "the client's GET_LOCK never waited:\n{}", proxy.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    waiter.kill().expect("kill the client");
+    let _ = waiter.wait();
+    let gone = Instant::now();
+    while waiting_for(&mut holder, lock).await > 0 {
+        assert!(
+            gone.elapsed() < Duration::from_secs(10),
+            "the server still runs the gone client's GET_LOCK:\n{}",
+            proxy.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eprintln!("the server ended the gone client's command after {:?}", gone.elapsed());
+    holder.disconnect().await.unwrap();
 }

@@ -240,6 +240,16 @@ pub fn queued(socket: &impl AsRawFd) -> io::Result<(u32, u32)> {
     Ok((outq.max(0) as u32, inq.max(0) as u32))
 }
 
+/// Whether the peer of `socket` has closed it both ways (`POLLHUP`): on a Unix socket, a
+/// client that closed or died, where one that only shut down its write side still reads. (A
+/// TCP socket says so only after a reset; a FIN alone is the same either way.)
+pub fn hung_up(socket: &impl AsRawFd) -> bool {
+    let mut pollfd = libc::pollfd { fd: socket.as_raw_fd(), events: 0, revents: 0 };
+    // SAFETY: one valid pollfd, a zero timeout: poll only reports the socket's state.
+    let rc = unsafe { libc::poll(&mut pollfd, 1, 0) };
+    rc == 1 && pollfd.revents & libc::POLLHUP != 0
+}
+
 /// Asks the kernel to wake this thread within `slack` of the time it asked
 /// for (the default, 50 µs, would blur sub-millisecond emulated delays).
 pub fn set_timer_slack(slack: std::time::Duration) {

@@ -207,6 +207,15 @@ pub(super) async fn pump(
                 if session.is_idle() && reply.is_none() {
                     return Poll::Ready(Ok(Ended::ClientClosed));
                 }
+                // A client gone for good (its Unix socket closed both ways: killed, crashed)
+                // has no one left to answer. The connection ends, and the server, finding the
+                // long hop closed, ends the command (a lock wait, a sleep) as it would for the
+                // client itself; a half-close passed on over TLS carries a `close_notify`,
+                // which a busy server finds waiting to be read and takes for a client still
+                // there (MariaDB's main.dirty_close).
+                if !upstream_shut && client_hung_up(client) {
+                    return Poll::Ready(Ok(Ended::ClientClosed));
+                }
                 if !upstream_shut && let Poll::Ready(shut) = std::pin::Pin::new(&mut *upstream).poll_shutdown(cx) {
                     shut.map_err(RelayError::Upstream)?;
                     upstream_shut = true;
@@ -433,6 +442,15 @@ fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
     }
     if let Some(counters) = counters {
         tap.loss_counters(&counters);
+    }
+}
+
+/// Whether the client closed its socket both ways (see [`crate::sys::hung_up`]): asked only
+/// once it has sent its last byte with a command in flight.
+fn client_hung_up(client: &Leg) -> bool {
+    match client.transport() {
+        Transport::Unix(unix) => crate::sys::hung_up(unix),
+        transport => transport.tcp().is_some_and(crate::sys::hung_up),
     }
 }
 
