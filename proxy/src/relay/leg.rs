@@ -4,6 +4,7 @@
 //! raw TCP socket stays reachable for the link probe, also under TLS.
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -24,6 +25,17 @@ pub(crate) enum Transport {
 }
 
 impl Transport {
+    /// The socket underneath, TCP or Unix, under any TLS: for asking the kernel about the
+    /// connection itself (bytes waiting, a peer gone).
+    pub(crate) fn socket(&self) -> BorrowedFd<'_> {
+        match self {
+            Transport::Tcp(s) => s.as_fd(),
+            Transport::Unix(s) => s.as_fd(),
+            Transport::ServerTls(s) => s.get_ref().0.as_fd(),
+            Transport::ClientTls(s) => s.get_ref().0.as_fd(),
+        }
+    }
+
     /// The TCP socket underneath, if there is one.
     pub(crate) fn tcp(&self) -> Option<&TcpStream> {
         match self {

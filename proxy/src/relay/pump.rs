@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::activity::Activity;
 use super::drain::DrainWatch;
 use super::error::RelayError;
-use super::leg::{Leg, Transport};
+use super::leg::Leg;
 use super::local::{self, LocalAnswers, LocalContext, LocalReply};
 use super::pipe::{BufferBudget, Fresh, HalfPipe};
 use super::timers;
@@ -448,10 +448,7 @@ fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
 /// Whether the client closed its socket both ways (see [`crate::sys::hung_up`]): asked only
 /// once it has sent its last byte with a command in flight.
 fn client_hung_up(client: &Leg) -> bool {
-    match client.transport() {
-        Transport::Unix(unix) => crate::sys::hung_up(unix),
-        transport => transport.tcp().is_some_and(crate::sys::hung_up),
-    }
+    crate::sys::hung_up(&client.transport().socket())
 }
 
 /// Whether the client has sent bytes rttscope has not read: a peek at the socket itself
@@ -460,14 +457,7 @@ fn client_hung_up(client: &Leg) -> bool {
 /// COM_QUIT, say) must not be cut off for that.
 fn bytes_waiting(client: &Leg) -> bool {
     let mut probe = [std::mem::MaybeUninit::<u8>::uninit(); 1];
-    let peeked = match client.transport() {
-        Transport::Unix(unix) => socket2::SockRef::from(unix).peek(&mut probe),
-        transport => match transport.tcp() {
-            Some(tcp) => socket2::SockRef::from(tcp).peek(&mut probe),
-            None => return false,
-        },
-    };
-    matches!(peeked, Ok(n) if n > 0)
+    matches!(socket2::SockRef::from(&client.transport().socket()).peek(&mut probe), Ok(n) if n > 0)
 }
 
 #[cfg(test)]
