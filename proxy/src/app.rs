@@ -16,7 +16,7 @@ use crate::findings::{Emulated, FindingsConsumer, FindingsEngine};
 use crate::inject::InjectControl;
 use crate::link::{self, Expected, LinkEvent, LinkSink, Links};
 use crate::live::LiveRegistry;
-use crate::record::{Aggregates, Collector, CommandMetrics, EventSink, Windows, WindowsConsumer, micros};
+use crate::record::{Aggregates, Collector, CommandMetrics, EventSink, Recording, Windows, micros};
 use crate::relay::{Observation, Proxy, StartError};
 use crate::report::snapshots::{self, Snapshots};
 use crate::sqlview::SqlView;
@@ -59,15 +59,15 @@ impl Rttscope {
         let now = micros(tokio::time::Instant::now());
         let mut aggregates = Aggregates::new(config.record.max_fingerprints, now);
         aggregates.metrics = CommandMetrics::new(config.metrics.top_statements);
-        let aggregates = Arc::new(Mutex::new(aggregates));
         let dropped = sink.dropped_counter();
-        let windows = Arc::new(Mutex::new(Windows::new(
+        let windows = Windows::new(
             config.report.window_resolution.get(),
             config.report.window_max.get(),
             config.record.max_fingerprints,
             now,
             dropped.clone(),
-        )));
+        );
+        let recording = Arc::new(Mutex::new(Recording::new(aggregates, windows)));
         let events = config.record.enabled.then_some(sink);
         let sysctls = link::startup_check(&config);
         let inject = Arc::new(InjectControl::new(config.inject.clone()));
@@ -109,7 +109,7 @@ impl Rttscope {
             relay: proxy.stats(),
             dropped: dropped.clone(),
             buffers: proxy.buffers(),
-            aggregates: aggregates.clone(),
+            recording: recording.clone(),
             findings: findings.clone(),
             links: links.clone(),
             inject: inject.clone(),
@@ -117,8 +117,7 @@ impl Rttscope {
         });
         let state = Arc::new(AdminState {
             config: config.clone(),
-            aggregates: aggregates.clone(),
-            windows: windows.clone(),
+            recording: recording.clone(),
             findings: findings.clone(),
             links: links.clone(),
             inject,
@@ -131,8 +130,7 @@ impl Rttscope {
         if config.sql_view.enabled {
             proxy.answer_locally(Arc::new(SqlView::new(state.clone(), config.sql_view)));
         }
-        let mut collector = Collector::new(rx, aggregates);
-        collector.add_consumer(Box::new(WindowsConsumer(windows)));
+        let mut collector = Collector::new(rx, recording);
         let emulation = state.inject.clone();
         collector.add_consumer(Box::new(FindingsConsumer::new(findings, move || Emulated::of(&emulation.current()))));
         Ok(Rttscope { config, proxy, admin, collector, link_events, state })

@@ -14,7 +14,7 @@ use super::metrics::Families;
 use crate::findings::FindingsEngine;
 use crate::inject::InjectControl;
 use crate::link::Links;
-use crate::record::{Aggregates, StatementSeries};
+use crate::record::{Recording, StatementSeries};
 use crate::relay::{BufferBudget, RelayStats};
 
 /// What `/metrics` reads.
@@ -28,7 +28,7 @@ pub struct Sources {
     pub buffers: Arc<BufferBudget>,
     /// Recorded commands: the per-command and per-statement families, read under this lock at
     /// scrape time.
-    pub aggregates: Arc<Mutex<Aggregates>>,
+    pub recording: Arc<Mutex<Recording>>,
     /// The findings engine: `rttscope_findings_total`.
     pub findings: Arc<Mutex<FindingsEngine>>,
     /// Link verdicts and the upstream's RTT: `rttscope_upstream_rtt_seconds`, `rttscope_link_*`.
@@ -48,7 +48,7 @@ pub fn registry(sources: Sources) -> Registry {
         buffers: sources.buffers,
     }));
     registry.register_collector(Box::new(RecordCollector {
-        aggregates: sources.aggregates,
+        recording: sources.recording,
         relay: sources.relay,
         server_address: sources.server_address,
     }));
@@ -140,7 +140,7 @@ impl Collector for RelayCollector {
 }
 
 struct RecordCollector {
-    aggregates: Arc<Mutex<Aggregates>>,
+    recording: Arc<Mutex<Recording>>,
     relay: Arc<RelayStats>,
     server_address: String,
 }
@@ -154,9 +154,9 @@ impl fmt::Debug for RecordCollector {
 impl Collector for RecordCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let mut f = Families::new(encoder);
-        let mut a = lock(&self.aggregates);
-        let statement_classes = a.queries().len();
-        let m = &mut a.metrics;
+        let mut recording = lock(&self.recording);
+        let statement_classes = recording.statement_classes();
+        let m = recording.metrics();
         // Each scrape promotes statements that earned a series since the last one.
         m.statements.rebalance();
         f.labelled_counter(

@@ -33,7 +33,7 @@ use crate::inject::InjectControl;
 use crate::link::Links;
 use crate::live::{Legs, LiveLink, LiveRegistry};
 use crate::protocol::constants::command;
-use crate::record::{Aggregates, WindowError, Windows, micros};
+use crate::record::{Recording, WindowError, micros};
 use crate::relay::RelayStats;
 use crate::report::{self, Extras, Report};
 
@@ -41,11 +41,9 @@ use crate::report::{self, Extras, Report};
 pub struct AdminState {
     /// The effective configuration: the guard's rules and the report's scenarios come from it.
     pub config: Arc<Config>,
-    /// What the collector aggregated since start or the last `POST /reset`, shared with it under
-    /// this lock.
-    pub aggregates: Arc<Mutex<Aggregates>>,
-    /// The recording in slots, for rolling-window reports.
-    pub windows: Arc<Mutex<Windows>>,
+    /// What the collector recorded since start or the last `POST /reset`, cumulative and in
+    /// rolling-window slots, shared with it under this lock.
+    pub recording: Arc<Mutex<Recording>>,
     /// The findings engine the collector feeds: reports take their findings from it, `POST /reset`
     /// clears it.
     pub findings: Arc<Mutex<FindingsEngine>>,
@@ -68,10 +66,10 @@ pub struct AdminState {
 }
 
 impl AdminState {
-    fn aggregates(&self) -> MutexGuard<'_, Aggregates> {
+    fn recording(&self) -> MutexGuard<'_, Recording> {
         // A panic while holding the lock would be a bug in the collector;
         // the data is still the best we have, so keep serving it.
-        self.aggregates.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.recording.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn findings(&self) -> MutexGuard<'_, FindingsEngine> {
@@ -85,8 +83,9 @@ impl AdminState {
     /// A report of everything recorded so far.
     pub fn report(&self) -> Report {
         let now = micros(tokio::time::Instant::now());
-        // Lock order: aggregates, then findings. The collector never holds both.
-        let aggregates = self.aggregates();
+        // Lock order: recording, then findings. The collector never holds both.
+        let recording = self.recording();
+        let aggregates = recording.cumulative();
         let conn_time = |id: u64| aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
         let findings = self.findings().report(&conn_time);
         let links = self.links().recent().cloned().collect();
@@ -94,12 +93,12 @@ impl AdminState {
         Report::build(&aggregates, now, &self.config.findings.scenarios, extras)
     }
 
-    /// A report of the last `window` only (see [`Windows::window`]).
+    /// A report of the last `window` only (see [`Windows::window`](crate::record::Windows::window)).
     pub fn window_report(&self, window: std::time::Duration) -> Result<Report, WindowError> {
         let now = micros(tokio::time::Instant::now());
         let requested = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
-        // Merged under the windows' lock alone; the links are read after it is released.
-        let merged = self.windows.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).window(now, requested)?;
+        // Merged under the recording's lock alone; the links are read after it is released.
+        let merged = self.recording().window(now, requested)?;
         let conn_time = |id: u64| merged.aggregates.connections().find(|c| c.id == id).map_or(0, |c| c.latency.sum());
         let findings = self.findings().report_since(merged.aggregates.since_us, &conn_time);
         let links: Vec<_> = self.links().recent().cloned().collect();
@@ -113,8 +112,7 @@ impl AdminState {
 
     fn reset(&self) {
         let now = micros(tokio::time::Instant::now());
-        self.aggregates().reset(now);
-        self.windows.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).reset(now);
+        self.recording().reset(now);
         self.findings().reset();
         self.links().reset();
     }
@@ -232,13 +230,14 @@ pub struct LiveConnectionView {
 async fn connections_handler(State(state): State<Arc<AdminState>>) -> Json<Vec<LiveConnectionView>> {
     let now = micros(tokio::time::Instant::now());
     let open = state.live.snapshot();
-    let a = state.aggregates();
+    let recording = state.recording();
     let views = open
         .iter()
         .map(|live| {
             let identity = live.identity();
             let current = live.in_flight();
-            let stats = a.connection(live.id);
+            let stats = recording.connection(live.id);
+            let stats = stats.as_deref();
             LiveConnectionView {
                 id: live.id,
                 client: live.client.clone(),

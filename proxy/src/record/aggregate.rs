@@ -271,7 +271,7 @@ pub struct Totals {
 }
 
 /// The collector's view of everything recorded: totals, statement classes (bounded, see the module docs), connections open and recently closed.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Aggregates {
     max_fingerprints: usize,
     queries: HashMap<FingerprintId, QueryStats>,
@@ -362,10 +362,16 @@ impl Aggregates {
         self.command(r, Some(directory));
     }
 
-    fn command(&mut self, r: &CommandRecord, directory: Option<&HashMap<u64, ConnectionStats>>) {
+    /// Counts a command in the Prometheus metrics alone: the cumulative recording's part
+    /// when the rest of the command goes to a rolling window's slot ([`Recording`](super::Recording)).
+    pub fn meter(&mut self, r: &CommandRecord) {
         if self.metered {
             self.metrics.record(r);
         }
+    }
+
+    fn command(&mut self, r: &CommandRecord, directory: Option<&HashMap<u64, ConnectionStats>>) {
+        self.meter(r);
         let t = &mut self.totals;
         t.commands += 1;
         t.executions += u64::from(counts_as_execution(r.command));

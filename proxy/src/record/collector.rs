@@ -1,27 +1,27 @@
 //! Drains the event channel in batches, off the forwarding path, into the
-//! aggregates and any further consumers (the findings detectors).
+//! recording and any further consumers (the findings detectors).
 
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::{Aggregates, Event, MeasureBudget, pool};
+use super::{Event, MeasureBudget, Recording, pool};
 
 /// Something else that wants every event, in order (a detector). Gets
 /// them a batch at a time, so it can take its own lock once per batch.
 pub trait Consumer: Send {
-    /// Called once per batch drained from the channel, after the aggregates took it.
+    /// Called once per batch drained from the channel, after the recording took it.
     fn events(&mut self, batch: &[Event]);
 }
 
-/// The one task that drains the event channel; owns the consumers, shares the aggregates behind a mutex.
+/// The one task that drains the event channel; owns the consumers, shares the recording behind a mutex.
 pub struct Collector {
     rx: mpsc::Receiver<Event>,
-    aggregates: Arc<Mutex<Aggregates>>,
+    recording: Arc<Mutex<Recording>>,
     consumers: Vec<Box<dyn Consumer>>,
 }
 
-/// Events taken from the channel per lock of the aggregates.
+/// Events taken from the channel per lock of the recording.
 const BATCH: usize = 512;
 /// After a batch, the collector lets events gather this long before it
 /// looks again: one wake-up per interval instead of one per command (each
@@ -30,12 +30,12 @@ const BATCH: usize = 512;
 const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Collector {
-    /// Applies events to `aggregates`, which reports and `/metrics` lock to read.
-    pub fn new(rx: mpsc::Receiver<Event>, aggregates: Arc<Mutex<Aggregates>>) -> Collector {
-        Collector { rx, aggregates, consumers: Vec::new() }
+    /// Applies events to `recording`, which reports and `/metrics` lock to read.
+    pub fn new(rx: mpsc::Receiver<Event>, recording: Arc<Mutex<Recording>>) -> Collector {
+        Collector { rx, recording, consumers: Vec::new() }
     }
 
-    /// Adds a consumer told every batch after the aggregates; call before [`Collector::run`].
+    /// Adds a consumer told every batch after the recording; call before [`Collector::run`].
     pub fn add_consumer(&mut self, consumer: Box<dyn Consumer>) {
         self.consumers.push(consumer);
     }
@@ -54,9 +54,9 @@ impl Collector {
                 }
             }
             {
-                let Ok(mut aggregates) = self.aggregates.lock() else { return };
+                let Ok(mut recording) = self.recording.lock() else { return };
                 for event in &batch {
-                    aggregates.apply(event);
+                    recording.apply(event);
                 }
             }
             for consumer in &mut self.consumers {

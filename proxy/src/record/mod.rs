@@ -35,6 +35,7 @@ mod metric_state;
 mod origin;
 mod pool;
 mod recorder;
+mod recording;
 mod retransmits;
 mod rows;
 mod statement_metrics;
@@ -56,9 +57,10 @@ pub use latency::{Latency, LatencySummary};
 pub use metric_state::{BYTES_BUCKETS, BucketHistogram, CommandMetrics, SECONDS_BUCKETS};
 pub use origin::Origin;
 pub use recorder::{Recorder, RecorderSettings};
+pub use recording::Recording;
 pub use statement_metrics::{ROWS_BUCKETS, StatementMetrics, StatementSeries};
 pub use tap::Tap;
-pub use windows::{Window, WindowError, Windows, WindowsConsumer};
+pub use windows::{Window, WindowError, Windows};
 
 /// Microseconds since the process's recording epoch: compact monotonic
 /// timestamps that all connections share.

@@ -3,7 +3,10 @@
 //! reported apart from the cumulative recording.
 //!
 //! Each slot is an [`Aggregates`] of the events whose time falls in it (a command's by its
-//! last response byte); a window is its slots merged. A slot holds only the statements and
+//! last response byte); a window is its slots merged. The cumulative recording is made the
+//! same way: a slot that stops taking events (the next one began) is merged into it, so each
+//! command is counted once, in its slot, rather than once there and once again in the
+//! cumulative aggregates ([`Recording`](super::Recording) holds both). A slot holds only the statements and
 //! connections that were active in it, each bounded as the cumulative aggregates are
 //! (`record.max_fingerprints`), and there are at most `window_max / window_resolution + 1`
 //! slots: the memory bound. An idle period costs nothing: slots are made by events.
@@ -11,12 +14,12 @@
 //! (`FindingsEngine::report_since`).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Aggregates, ConnectionStats, Consumer, Event};
+use super::{Aggregates, ConnectionStats, Event};
 
 /// Why a window cannot be reported.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -95,14 +98,31 @@ impl Windows {
         }
     }
 
-    /// Forgets every slot (`POST /reset`); open connections stay known.
-    pub fn reset(&mut self, now_us: u64) {
+    /// Whether `report.window_max` is 0: no slots, and the cumulative recording takes every
+    /// event itself.
+    pub fn is_off(&self) -> bool {
+        self.max_us == 0
+    }
+
+    /// The slot taking events now: what the cumulative recording does not hold yet.
+    pub fn newest(&self) -> Option<&Aggregates> {
+        self.slots.back().map(|s| &s.aggregates)
+    }
+
+    /// Forgets every slot (`POST /reset`); open connections stay known. The newest slot is
+    /// merged into `settled` first, so connections opened in it stay listed there.
+    pub fn reset(&mut self, now_us: u64, settled: &mut Aggregates) {
+        if let Some(newest) = self.newest() {
+            settled.merge(newest);
+        }
         self.slots.clear();
         self.since_us = now_us;
     }
 
-    /// Counts one event in the slot its time falls in (a command's last byte); a no-op when windows are off.
-    pub fn apply(&mut self, event: &Event) {
+    /// Counts one event in the slot its time falls in (a command's last byte). When that
+    /// begins a new slot, the one before is merged into `settled`, the cumulative recording:
+    /// it takes no events any more. A no-op when windows are off.
+    pub fn apply(&mut self, event: &Event, settled: &mut Aggregates) {
         if self.max_us == 0 {
             return;
         }
@@ -124,7 +144,7 @@ impl Windows {
             c.schema.clone_from(schema);
         }
         if let Some(at) = at {
-            self.make_slot_for(at);
+            self.make_slot_for(at, settled);
         }
         // Disjoint fields: the newest slot, and the connection directory.
         let Some(slot) = self.slots.back_mut().map(|s| &mut s.aggregates) else { return };
@@ -152,8 +172,9 @@ impl Windows {
 
     /// Makes the slot for an event at `at_us` the newest, unless it already is or the
     /// event is late (events of different connections arrive a little out of order; a
-    /// late one goes to the newest slot).
-    fn make_slot_for(&mut self, at_us: u64) {
+    /// late one goes to the newest slot). The slot it replaces as the newest is merged into
+    /// `settled`.
+    fn make_slot_for(&mut self, at_us: u64, settled: &mut Aggregates) {
         let start = at_us - at_us % self.resolution_us;
         if self.slots.back().is_some_and(|s| s.start_us >= start) {
             return;
@@ -167,6 +188,7 @@ impl Windows {
         // read from now on: packed, it holds a few bytes per distinct latency of each
         // connection rather than a histogram of kilobytes.
         if let Some(previous) = self.slots.back_mut() {
+            settled.merge(&previous.aggregates);
             previous.aggregates.pack();
         }
         // Prometheus reads the cumulative aggregates' metrics; a slot needs none.
@@ -207,18 +229,6 @@ impl Windows {
     }
 }
 
-/// Feeds the windows from the collector, a batch per lock.
-pub struct WindowsConsumer(pub Arc<Mutex<Windows>>);
-
-impl Consumer for WindowsConsumer {
-    fn events(&mut self, batch: &[Event]) {
-        let Ok(mut windows) = self.0.lock() else { return };
-        for event in batch {
-            windows.apply(event);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -255,11 +265,11 @@ mod tests {
 
     #[test]
     fn a_window_counts_only_its_own_slots() {
-        let mut w = windows(60);
+        let (mut w, mut settled) = (windows(60), Aggregates::new(10, 0));
         for at in [10 * S, 10 * S + 5, 11 * S] {
-            w.apply(&query(1, at));
+            w.apply(&query(1, at), &mut settled);
         }
-        w.apply(&query(2, 20 * S + 500));
+        w.apply(&query(2, 20 * S + 500), &mut settled);
         assert_eq!(count(&w, 21 * S, 5 * S, 1), 0, "statement 1 ran 10 s before");
         assert_eq!(count(&w, 21 * S, 5 * S, 2), 1);
         assert_eq!(count(&w, 21 * S, 11 * S, 1), 3, "a longer window reaches back to it");
@@ -269,9 +279,9 @@ mod tests {
 
     #[test]
     fn slots_are_bounded_by_window_max() {
-        let mut w = windows(5);
+        let (mut w, mut settled) = (windows(5), Aggregates::new(10, 0));
         for second in 0..100 {
-            w.apply(&query(1, second * S));
+            w.apply(&query(1, second * S), &mut settled);
             assert!(w.slots() <= 6, "{} slots at {second}", w.slots());
         }
         assert_eq!(count(&w, 99 * S, 5 * S, 1), 6, "slots 94..=99");
@@ -285,7 +295,7 @@ mod tests {
     #[test]
     fn past_slots_hold_packed_histograms_and_windows_read_the_same() {
         const CONNECTIONS: u64 = 1000;
-        let mut w = windows(60);
+        let (mut w, mut settled) = (windows(60), Aggregates::new(10, 0));
         let mut whole = Aggregates::new(10, 0);
         let mut state = 1u64;
         for conn_id in 1..=CONNECTIONS {
@@ -297,7 +307,7 @@ mod tests {
                 schema: None,
                 at_us: 0,
             };
-            w.apply(&connected);
+            w.apply(&connected, &mut settled);
             whole.apply(&connected);
         }
         for second in 0..10 {
@@ -308,7 +318,7 @@ mod tests {
                 let Event::Command(mut r) = query(conn_id % 3, at) else { unreachable!() };
                 (r.conn_id, r.request_us) = (conn_id, at - latency);
                 let e = Event::Command(r);
-                w.apply(&e);
+                w.apply(&e, &mut settled);
                 whole.apply(&e);
             }
         }
@@ -333,11 +343,11 @@ mod tests {
 
     #[test]
     fn reset_forgets_the_slots_and_no_window_reaches_before_it() {
-        let mut w = windows(60);
-        w.apply(&query(1, 10 * S));
-        w.reset(10 * S + 500_000);
+        let (mut w, mut settled) = (windows(60), Aggregates::new(10, 0));
+        w.apply(&query(1, 10 * S), &mut settled);
+        w.reset(10 * S + 500_000, &mut settled);
         assert_eq!(w.slots(), 0);
-        w.apply(&query(2, 11 * S));
+        w.apply(&query(2, 11 * S), &mut settled);
         let window = w.window(12 * S, 30 * S).unwrap();
         assert_eq!(window.aggregates.since_us, 10 * S + 500_000, "the window starts at the reset");
         assert_eq!((count(&w, 12 * S, 30 * S, 1), count(&w, 12 * S, 30 * S, 2)), (0, 1));

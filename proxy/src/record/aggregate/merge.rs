@@ -57,6 +57,29 @@ impl Aggregates {
         }
     }
 
+    /// How many statement classes [`merge`](Self::merge)ing `later` would leave listed, without merging.
+    pub fn merged_len(&self, later: &Aggregates) -> usize {
+        let added = later.queries.keys().filter(|id| !self.queries.contains_key(id)).count();
+        let all = self.queries.len() + added;
+        if all >= 2 * self.max_fingerprints { self.max_fingerprints } else { all }
+    }
+
+    /// An open connection's totals with `later`'s added, as [`merge`](Self::merge) would leave
+    /// them: what [`connection`](Self::connection) of the merge would give, without merging.
+    pub fn merged_connection(&self, later: &Aggregates, id: u64) -> Option<ConnectionStats> {
+        if later.closed.iter().any(|c| c.id == id) {
+            return None;
+        }
+        match (self.connection(id), later.connection(id)) {
+            (Some(mine), Some(theirs)) => {
+                let mut merged = mine.clone();
+                add_connection(&mut merged, theirs);
+                Some(merged)
+            }
+            (mine, theirs) => mine.or(theirs).cloned(),
+        }
+    }
+
     /// Takes `c` as an open connection unless it is already known: a window slot learns of
     /// connections opened before it began this way, when they first act in it.
     pub fn adopt_connection(&mut self, c: &ConnectionStats) {
