@@ -35,6 +35,14 @@ pub enum Script {
     /// with `response` and shut down the write side (FIN) only, then keep reading until the
     /// peer closes: a server half-closing after its last answer.
     HalfCloseAfterResponse { greeting: Vec<u8>, response: Vec<u8> },
+    /// Send `greeting` (offering TLS), read the SSLRequest and the TLS record after it (the
+    /// ClientHello), then answer `err` instead of TLS and close: a server that refuses the
+    /// client only once it got that far (a host blocked, named by a PROXY header it read late).
+    RefuseAfterClientHello { greeting: Vec<u8>, err: Vec<u8> },
+    /// Send `greeting`, read whatever comes until the peer ends its side, wait `linger`, then
+    /// close: a server that takes a while over a handshake aborted (counting it against the
+    /// host) before it closes.
+    ReadToEndThenClose { greeting: Vec<u8>, linger: Duration },
 }
 
 /// How one connection ended, as the fake saw it.
@@ -219,6 +227,26 @@ fn play(mut stream: TcpStream, script: Script) -> io::Result<Ending> {
         Script::GreetThenReset(greeting) => {
             stream.write_all(&greeting)?;
             reset(stream)?;
+            Ok(Ending::ClosedByScript)
+        }
+        Script::RefuseAfterClientHello { greeting, err } => {
+            stream.write_all(&greeting)?;
+            let _ssl_request = read_packet(&mut stream)?;
+            // A TLS record: type, version, 2-byte big-endian length, then that many bytes.
+            let mut head = [0u8; 5];
+            stream.read_exact(&mut head)?;
+            let mut client_hello = vec![0u8; usize::from(u16::from_be_bytes([head[3], head[4]]))];
+            stream.read_exact(&mut client_hello)?;
+            stream.write_all(&err)?;
+            stream.shutdown(Shutdown::Write)?;
+            wait_for_close(&mut stream)
+        }
+        Script::ReadToEndThenClose { greeting, linger } => {
+            stream.write_all(&greeting)?;
+            let mut buf = [0u8; 4096];
+            while stream.read(&mut buf)? > 0 {}
+            std::thread::sleep(linger);
+            stream.shutdown(Shutdown::Both)?;
             Ok(Ending::ClosedByScript)
         }
         Script::HalfCloseAfterResponse { greeting, response } => {

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::RelayStats;
 use super::error::{Refusal, RelayError};
-use super::leg::{Leg, Transport};
+use super::leg::{Leg, Transport, UpstreamSocket};
 use super::proxy_header::{First, read_first_client_packet};
 use super::pump::Observers;
 use super::timers;
@@ -246,12 +246,17 @@ pub(super) async fn handshake(
             if let Some(err) = witness.as_ref().and_then(server_refusal) {
                 return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
             }
-            match timers::timeout(s.timeout, tls.connector.connect(tls.server_name.clone(), upstream)).await {
-                Ok(Ok(stream)) => {
+            // Over a socket that keeps what the server sends until the handshake is done: an
+            // ERR the server sends after the ClientHello went out is read by rustls, as a
+            // broken record, and would be lost.
+            let connect = tls.connector.connect(tls.server_name.clone(), UpstreamSocket::new(upstream));
+            match timers::timeout(s.timeout, connect.into_fallible()).await {
+                Ok(Ok(mut stream)) => {
+                    stream.get_mut().0.handshake_done();
                     upstream_tls_info = Some(TlsInfo::of(stream.get_ref().1));
                     Transport::ClientTls(Box::new(stream))
                 }
-                Ok(Err(e)) => {
+                Ok(Err((e, socket))) => {
                     // Only when the server broke the handshake off (a reset, a close, bytes that
                     // are not TLS): when rustls refused the server (a certificate, an alert),
                     // the server's answer to the aborted handshake (1043 Bad handshake) is not
@@ -260,7 +265,11 @@ pub(super) async fn handshake(
                         None => true,
                         Some(inner) => matches!(inner, rustls::Error::InvalidMessage(_)),
                     };
-                    if let Some(err) = witness.as_ref().filter(|_| server_broke_off).and_then(server_refusal) {
+                    // The server's ERR: read by rustls (kept by the socket), or still unread.
+                    let err = server_broke_off
+                        .then(|| err_payload(socket.seen()).or_else(|| witness.as_ref().and_then(server_refusal)))
+                        .flatten();
+                    if let Some(err) = err {
                         tracing::debug!(error = %e, "the server answered the TLS request with an ERR: relayed");
                         return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
                     }
@@ -599,7 +608,12 @@ fn server_refusal(socket: &std::net::TcpStream) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut buf = [0u8; 1024];
     let n = (&*socket).read(&mut buf).ok()?;
-    let (head, rest) = buf.get(..n)?.split_at_checked(4)?;
+    err_payload(buf.get(..n)?)
+}
+
+/// The payload of the ERR packet `bytes` start with, if they do.
+fn err_payload(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (head, rest) = bytes.split_at_checked(4)?;
     let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
     let payload = rest.get(..len)?;
     (payload.first() == Some(&header::ERR) && ErrPacket::parse(payload).is_some()).then(|| payload.to_vec())

@@ -21,7 +21,7 @@ pub(crate) enum Transport {
     /// rttscope is the TLS server: the client's leg.
     ServerTls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
     /// rttscope is the TLS client: the server's leg.
-    ClientTls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    ClientTls(Box<tokio_rustls::client::TlsStream<UpstreamSocket>>),
 }
 
 impl Transport {
@@ -32,7 +32,7 @@ impl Transport {
             Transport::Tcp(s) => s.as_fd(),
             Transport::Unix(s) => s.as_fd(),
             Transport::ServerTls(s) => s.get_ref().0.as_fd(),
-            Transport::ClientTls(s) => s.get_ref().0.as_fd(),
+            Transport::ClientTls(s) => s.get_ref().0.tcp.as_fd(),
         }
     }
 
@@ -42,8 +42,81 @@ impl Transport {
             Transport::Tcp(s) => Some(s),
             Transport::Unix(_) => None,
             Transport::ServerTls(s) => Some(s.get_ref().0),
-            Transport::ClientTls(s) => Some(s.get_ref().0),
+            Transport::ClientTls(s) => Some(&s.get_ref().0.tcp),
         }
+    }
+}
+
+/// The server's TCP socket under rttscope's TLS. While the TLS handshake runs it keeps the
+/// first bytes the server sent: a server that refuses the client instead (an ERR packet: a
+/// host blocked or not allowed, named by a PROXY header the server read just before) sends
+/// it whenever it has read that header, and when that is after the ClientHello went out,
+/// rustls reads the ERR as a broken TLS record and it is gone from the socket. Kept here,
+/// it still reaches the client as the server's answer.
+pub(crate) struct UpstreamSocket {
+    tcp: TcpStream,
+    /// What the server sent so far, up to [`UpstreamSocket::KEPT`] bytes, until
+    /// [`UpstreamSocket::handshake_done`].
+    seen: Option<Vec<u8>>,
+}
+
+impl UpstreamSocket {
+    /// An ERR packet is at most this long (a message of 512 bytes, and its head).
+    const KEPT: usize = 1024;
+
+    /// `tcp`, keeping what the server sends until the TLS handshake is done.
+    pub(crate) fn new(tcp: TcpStream) -> UpstreamSocket {
+        UpstreamSocket { tcp, seen: Some(Vec::new()) }
+    }
+
+    /// The TLS handshake is done: nothing more is kept.
+    pub(crate) fn handshake_done(&mut self) {
+        self.seen = None;
+    }
+
+    /// The first bytes the server sent during the TLS handshake (all rustls read of them).
+    pub(crate) fn seen(&self) -> &[u8] {
+        self.seen.as_deref().unwrap_or_default()
+    }
+}
+
+impl AsyncRead for UpstreamSocket {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        if let (Poll::Ready(Ok(())), Some(seen)) = (&polled, &mut this.seen) {
+            let read = buf.filled().get(before..).unwrap_or_default();
+            let room = UpstreamSocket::KEPT.saturating_sub(seen.len());
+            seen.extend_from_slice(read.get(..room.min(read.len())).unwrap_or_default());
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for UpstreamSocket {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
     }
 }
 
