@@ -169,7 +169,27 @@ impl AsyncRead for Transport {
 
 impl AsyncWrite for Transport {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        each_transport!(self, s => Pin::new(s).poll_write(cx, buf))
+        // A plain socket is written at once when the runtime last saw it writable (nearly
+        // always): `try_write` skips the task budget and the waker bookkeeping `poll_write`
+        // goes through first. Only when the socket is full does the write wait, through
+        // `poll_write`, which registers the waker (the failed try cleared the readiness, so
+        // it does not write again).
+        let this = self.get_mut();
+        let tried = match this {
+            Transport::Tcp(s) => s.try_write(buf),
+            Transport::Unix(s) => s.try_write(buf),
+            Transport::ServerTls(s) => return Pin::new(s).poll_write(cx, buf),
+            Transport::ClientTls(s) => return Pin::new(s).poll_write(cx, buf),
+        };
+        match tried {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => match this {
+                Transport::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+                Transport::Unix(s) => Pin::new(s).poll_write(cx, buf),
+                Transport::ServerTls(s) => Pin::new(s).poll_write(cx, buf),
+                Transport::ClientTls(s) => Pin::new(s).poll_write(cx, buf),
+            },
+            done => Poll::Ready(done),
+        }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
