@@ -165,12 +165,7 @@ fn handshake_response() -> Vec<u8> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_refusal_in_answer_to_the_tls_request_reaches_the_client() {
     let server = TlsDb::shared().upstream_addr();
-    let proxy = TestProxy::with_config(rttscope_config::Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: server.into(),
-        ..rttscope_config::Config::default()
-    });
+    let proxy = proxy_in_front_of(server);
     let mut bytes = b"PROXY TCP4 192.0.2.1 192.0.2.1 3333 3306\r\n".to_vec();
     bytes.extend_from_slice(&handshake_response());
     let direct = answer_to(server, &bytes).await;
@@ -181,6 +176,16 @@ async fn a_refusal_in_answer_to_the_tls_request_reaches_the_client() {
         let proxied = answer_to(proxy.addr(), &bytes).await;
         assert_eq!(proxied, direct, "the server's refusal, relayed");
     }
+}
+
+/// rttscope with its defaults (TLS to a server that offers it) in front of `upstream`.
+fn proxy_in_front_of(upstream: SocketAddr) -> TestProxy {
+    TestProxy::with_config(rttscope_config::Config {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
+        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
+        upstream: upstream.into(),
+        ..rttscope_config::Config::default()
+    })
 }
 
 /// A greeting offering TLS, as MariaDB 10.11 sends it.
@@ -211,12 +216,7 @@ async fn a_refusal_after_the_client_hello_reaches_the_client() {
         err: packet(1, blocked),
     })
     .unwrap();
-    let proxy = TestProxy::with_config(rttscope_config::Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: fake.addr().into(),
-        ..rttscope_config::Config::default()
-    });
+    let proxy = proxy_in_front_of(fake.addr());
     for _ in 0..3 {
         let proxied = answer_to(proxy.addr(), &handshake_response()).await;
         assert_eq!(
@@ -240,12 +240,7 @@ async fn a_client_that_stops_after_its_proxy_header_hears_the_server_close() {
     let fake =
         FakeUpstream::start(|_| Script::ReadToEndThenClose { greeting: greeting_offering_tls(), linger: COUNTING })
             .unwrap();
-    let proxy = TestProxy::with_config(rttscope_config::Config {
-        listen: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        admin: SocketAddr::from(([127, 0, 0, 1], 0)).into(),
-        upstream: fake.addr().into(),
-        ..rttscope_config::Config::default()
-    });
+    let proxy = proxy_in_front_of(fake.addr());
     let mut socket = tokio::net::TcpStream::connect(proxy.addr()).await.unwrap();
     socket.write_all(b"PROXY TCP4 192.0.2.50 127.0.0.1 12345 3306\r\n").await.unwrap();
     socket.shutdown().await.unwrap();
