@@ -188,6 +188,20 @@ mod tests {
         assert_eq!(metrics(&mut slotted), metrics(&mut direct), "metrics count each command once");
     }
 
+    /// `/metrics` counts the statement classes without merging: the count must be what the
+    /// merge lists, `other` included, whether statements fold in the slot, in the cumulative
+    /// recording or in neither.
+    #[test]
+    fn statement_classes_are_counted_as_the_merge_lists_them() {
+        let mut r = recording(Duration::from_secs(60));
+        for i in 0..70u64 {
+            // Three slots; 25 distinct statements in the first, 40 more across the others.
+            let at = if i < 25 { S / 2 + i } else { S + i * 20_000 };
+            r.apply(&query(1, 100 + i % 65, at, 10 + i));
+            assert_eq!(r.statement_classes(), r.cumulative().queries().len(), "after {i}");
+        }
+    }
+
     /// A reset forgets what the newest slot held too, and keeps the connections opened in it.
     #[test]
     fn a_reset_keeps_connections_opened_in_the_newest_slot() {

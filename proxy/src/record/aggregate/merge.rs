@@ -57,11 +57,15 @@ impl Aggregates {
         }
     }
 
-    /// How many statement classes [`merge`](Self::merge)ing `later` would leave listed, without merging.
+    /// How many statement classes [`queries`](Self::queries) would list after
+    /// [`merge`](Self::merge)ing `later` (`other` among them once anything folded into it),
+    /// without merging.
     pub fn merged_len(&self, later: &Aggregates) -> usize {
         let added = later.queries.keys().filter(|id| !self.queries.contains_key(id)).count();
         let all = self.queries.len() + added;
-        if all >= 2 * self.max_fingerprints { self.max_fingerprints } else { all }
+        let folds = all >= 2 * self.max_fingerprints;
+        let listed = if folds { self.max_fingerprints } else { all };
+        listed + usize::from(folds || self.other.folded > 0 || later.other.folded > 0)
     }
 
     /// An open connection's totals with `later`'s added, as [`merge`](Self::merge) would leave
