@@ -240,6 +240,7 @@ impl HalfPipe {
 
     /// The task was woken: the read is polled again if it was armed and is what woke it
     /// (or its flag is new: nothing would wake it).
+    #[inline]
     pub fn new_wake_up(&mut self, task: &Waker) {
         if WakeFlag::poll_again(&mut self.read_flag, task) {
             self.read_armed = false;

@@ -33,6 +33,8 @@ impl Wake for Flag {
 }
 
 impl WakeFlag {
+    // Out of line: made once per connection (and when the task's waker changes).
+    #[inline(never)]
     fn new(task: &Waker) -> WakeFlag {
         let flag = Arc::new(Flag { raised: AtomicBool::new(false), task: task.clone() });
         WakeFlag { waker: Waker::from(flag.clone()), flag }
@@ -42,6 +44,7 @@ impl WakeFlag {
     /// again — its flag was up (taken down now), or there was no flag for this task yet
     /// (the first poll, or the task's waker changed), so nothing is registered that
     /// would wake it.
+    #[inline]
     pub fn poll_again(slot: &mut Option<WakeFlag>, task: &Waker) -> bool {
         match slot {
             Some(flag) if flag.flag.task.will_wake(task) => flag.flag.raised.swap(false, Ordering::AcqRel),
