@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Context;
+use std::task::{Context, Waker};
 
 use atomic_waker::AtomicWaker;
 
@@ -42,10 +42,23 @@ pub struct DrainWatch {
 }
 
 impl DrainWatch {
-    /// Whether draining has begun; if not, `cx` is woken when it does.
-    pub fn poll_started(&self, cx: &mut Context<'_>) -> bool {
-        self.waker.register(cx.waker());
+    /// Whether draining has begun; if not, `cx` is woken when it does. `registered` is the
+    /// caller's memory of the waker it registered last: the same waker is not registered
+    /// again (the pump asks at every wake-up, and its task's waker does not change; a
+    /// registration is two compare-and-swaps). The registration holds until the drain
+    /// starts, which this then returns.
+    #[inline]
+    pub fn poll_started(&self, cx: &mut Context<'_>, registered: &mut Option<Waker>) -> bool {
+        if !registered.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.register(cx.waker(), registered);
+        }
         self.drain.started.load(Ordering::Acquire)
+    }
+
+    #[cold]
+    fn register(&self, waker: &Waker, registered: &mut Option<Waker>) {
+        self.waker.register(waker);
+        *registered = Some(waker.clone());
     }
 }
 

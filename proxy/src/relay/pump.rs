@@ -118,6 +118,8 @@ pub(super) async fn pump(
     // kept from the server so far (the stream written upstream is that much shorter).
     let mut reply: Option<LocalReply> = None;
     let mut withheld = 0u64;
+    // The waker the shutdown watch wakes, once registered.
+    let mut drain_registered = None;
 
     poll_fn(|cx| {
         // The timer is polled on the first turn of each wake-up, not on every turn: once
@@ -272,7 +274,7 @@ pub(super) async fn pump(
                 return Poll::Ready(Ok(Ended::UpstreamClosed { mid_response }));
             }
 
-            if !draining && first_turn && shutdown.poll_started(cx) {
+            if !draining && first_turn && shutdown.poll_started(cx, &mut drain_registered) {
                 draining = true;
             }
             if draining
