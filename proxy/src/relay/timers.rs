@@ -80,11 +80,18 @@ impl FlaggedTimer {
     }
 
     /// Ready once the deadline has passed; until then the task is woken when it does.
+    /// Inlined: at nearly every wake-up the timer is armed and did not fire, a flag's look.
+    #[inline]
     pub(crate) fn poll_expired(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let woke = WakeFlag::poll_again(&mut self.flag, cx.waker());
         if self.armed && !woke {
             return Poll::Pending;
         }
+        self.poll_sleep(cx)
+    }
+
+    #[cold]
+    fn poll_sleep(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         let fired = match &self.flag {
             Some(flag) => self.sleep.as_mut().poll(&mut Context::from_waker(flag.waker())),
             None => self.sleep.as_mut().poll(cx),
