@@ -255,7 +255,24 @@ impl HalfPipe {
     /// Off an emulated link, it reads on until the socket has nothing more (or the buffer
     /// is full): the read that finds nothing registers the waker now, so the pump needs
     /// no second turn just to arm it — a turn is most of what a round trip costs here.
+    ///
+    /// Inlined for the side that has nothing to do (half of the calls: the side that did
+    /// not wake the task); the read itself is out of line.
+    #[inline]
     pub fn poll_fill(
+        &mut self,
+        cx: &mut Context<'_>,
+        from: (&mut Leg, Peer),
+        may_read: bool,
+        moved: &mut bool,
+    ) -> Result<Option<Fresh>, RelayError> {
+        if self.deferred_error.is_none() && (!may_read || self.read_closed || self.read_armed) {
+            return Ok(None);
+        }
+        self.fill(cx, from, may_read, moved)
+    }
+
+    fn fill(
         &mut self,
         cx: &mut Context<'_>,
         (from, from_peer): (&mut Leg, Peer),
@@ -374,7 +391,20 @@ impl HalfPipe {
     /// whether the pump must turn again for it: bytes were written and some are left
     /// (the write's waker is not registered). A read the room made allows (a full buffer
     /// had stopped it) is asked for by the pump's end-of-turn check, `wants_read`.
-    pub fn poll_send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
+    ///
+    /// Inlined for a pipe with nothing to write or flush (half of the calls); the write
+    /// itself is out of line.
+    #[inline]
+    pub fn poll_send(&mut self, cx: &mut Context<'_>, to: (&mut Leg, Peer)) -> Result<bool, RelayError> {
+        if self.start == self.end && !self.unflushed && self.line.is_none() {
+            self.peer_slow = false;
+            self.left_waiting = false;
+            return Ok(false);
+        }
+        self.send(cx, to)
+    }
+
+    fn send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
         let mut moved = false;
         let ready = self.ready(cx);
         self.peer_slow = false;
