@@ -77,6 +77,22 @@ impl Probe {
         }
     }
 
+    /// Whether [`sample`](Self::sample) would read a socket now: a response ended and its
+    /// loss counters are wanted, or a reading is due. The relay asks after every read; most
+    /// of the time nothing is due, and this is all it costs. When nothing is due, a
+    /// response's end that nobody wants the counters of is forgotten, as `sample` would.
+    #[inline]
+    pub fn due(&mut self, loss_wanted: bool) -> bool {
+        let interval = if self.tracker.in_transfer() { self.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
+        let due = (self.response_ended && loss_wanted)
+            || self.tracker.wants_sample()
+            || self.last_sample_us.is_none_or(|last| self.arrival_us.saturating_sub(last) >= interval);
+        if !due {
+            self.response_ended = false;
+        }
+        due
+    }
+
     /// Reads the sockets if a reading is due: the long-haul `upstream` one
     /// and, when it is TCP, the client's. Returns the upstream reading for
     /// the other observers, and its loss counters — alone (one `TCP_INFO`) when only

@@ -434,11 +434,20 @@ impl Timeouts {
 
 /// Lets the link probe read the sockets (if a reading is due) and tells the
 /// other observers what it read.
+#[inline]
 fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
-    let Some(up) = upstream.transport().tcp() else { return };
     // The reading at a response's end is for the recorder alone (which commands waited for a
     // retransmission): with recording off, it is not made.
-    let (reading, counters) = tap.1.sample(up, client.transport().tcp(), tap.2.is_some());
+    let loss_wanted = tap.2.is_some();
+    if tap.1.due(loss_wanted) {
+        read_sockets(tap, client, upstream, loss_wanted);
+    }
+}
+
+/// The link probe's reading of the sockets, when one is due ([`sample`]).
+fn read_sockets(tap: &mut Observers, client: &Leg, upstream: &Leg, loss_wanted: bool) {
+    let Some(up) = upstream.transport().tcp() else { return };
+    let (reading, counters) = tap.1.sample(up, client.transport().tcp(), loss_wanted);
     if let Some(reading) = reading {
         tap.link_sample(&reading);
     }
