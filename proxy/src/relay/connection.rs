@@ -153,6 +153,9 @@ async fn run(
     ]);
     tap.0.set_legs(legs);
     Observer::identity(&mut tap.0, established.session.identity());
+    // Listed until the legs (declared after it, dropped before it) are closed.
+    let server_id = established.greeting.connection_id;
+    let _listed = shared.kills.list(server_id);
     let mut session = established.session;
     let mut legs = Legs {
         client: established.client,
@@ -167,6 +170,7 @@ async fn run(
         query_timeout: Some(config.limits.query_timeout.0).filter(|d| !d.is_zero()),
         budget: shared.buffers.clone(),
         local: shared.local.clone().map(|answers| (answers, conn_id)),
+        kills: Some((shared.kills.clone(), server_id)),
     };
     let ended = match pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await {
         // TCP_USER_TIMEOUT (or keepalive) declared the long hop dead: a blackholed path,

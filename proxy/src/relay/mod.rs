@@ -19,6 +19,7 @@ mod connection;
 mod drain;
 mod error;
 mod handshake;
+mod kills;
 mod leg;
 mod listener;
 mod local;
@@ -177,6 +178,8 @@ pub(crate) struct Shared {
     pub buffers: Arc<BufferBudget>,
     /// Who answers statements addressed to rttscope (the SQL view), if anyone.
     pub local: Option<Arc<dyn LocalAnswers>>,
+    /// Logged-in connections by the server's id for them, for a KILL's answer to wait on.
+    pub kills: Arc<kills::Kills>,
 }
 
 /// Why the proxy could not start.
@@ -253,6 +256,7 @@ impl Proxy {
             upstream_tls,
             buffers: Arc::new(BufferBudget::new(config_budget)),
             local: None,
+            kills: Arc::default(),
         });
         Ok(Proxy { listeners, shared, next_id: 0 })
     }

@@ -357,7 +357,13 @@ impl HalfPipe {
         Ok(true)
     }
 
+    /// The bytes read and not yet written.
+    pub fn unsent(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
     /// The bytes just read (valid until the next fill).
+    #[inline]
     pub fn fresh_bytes(&self, fresh: &Fresh) -> &[u8] {
         &self.buf[fresh.range.clone()]
     }

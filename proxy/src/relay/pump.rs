@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use super::activity::Activity;
 use super::drain::DrainWatch;
 use super::error::RelayError;
+use super::kills::{self, Kills};
 use super::leg::Leg;
 use super::local::{self, LocalAnswers, LocalContext, LocalReply};
 use super::pipe::{BufferBudget, Fresh, HalfPipe};
@@ -68,6 +69,8 @@ pub(super) struct PumpSettings {
     pub budget: Arc<BufferBudget>,
     /// Who answers statements addressed to rttscope, and this connection's id for it.
     pub local: Option<(Arc<dyn LocalAnswers>, u64)>,
+    /// The connections a KILL may name, and the server's id for this one.
+    pub kills: Option<(Arc<Kills>, u32)>,
 }
 
 /// The two legs and what was read from them before the pump started.
@@ -120,6 +123,9 @@ pub(super) async fn pump(
     let mut withheld = 0u64;
     // The waker the shutdown watch wakes, once registered.
     let mut drain_registered = None;
+    // A KILL of another proxied connection in flight: its answer waits for that connection's
+    // client socket to close, as the server closed it before answering (see `kills`).
+    let mut kill: Option<kills::Held> = None;
 
     poll_fn(|cx| {
         // The timer is polled on the first turn of each wake-up, not on every turn: once
@@ -151,6 +157,20 @@ pub(super) async fn pump(
                 Some(fresh) => Some(fresh),
                 None => to_upstream.poll_fill(cx, (client, Peer::Client), session.accepts_commands(), &mut progress)?,
             };
+            // A KILL naming another proxied connection, at the front with nothing in flight.
+            if let (Some((registry, own)), Some(fresh)) = (&settings.kills, &fresh)
+                && kill.is_none()
+                && kills::may_target(to_upstream.fresh_bytes(fresh), session.capabilities())
+                && session.is_synced()
+                && session.is_idle()
+                && to_upstream.scanner.at_boundary()
+                && to_client.is_empty()
+                && let Some(id) = kills::target(to_upstream.fresh_bytes(fresh), session.capabilities())
+                && id != u64::from(*own)
+                && let Some(victim) = registry.victim(id)
+            {
+                kill = Some((victim, None));
+            }
             // A statement addressed to rttscope at the front: kept from the server.
             let answer = match (&settings.local, &fresh) {
                 (Some((answers, conn_id)), Some(fresh)) if reply.is_none() && to_client.is_empty() => {
@@ -249,7 +269,24 @@ pub(super) async fn pump(
             if renumber && let Some(fresh) = &fresh {
                 see_upstream(&mut to_client, fresh, session, tap, true);
             }
-            if reply.is_none() {
+            let released = match &mut kill {
+                None => false,
+                // The server closed this connection too: nothing is left to order.
+                Some(_) if to_client.read_closed => true,
+                Some((victim, limit)) => match kills::is_err_response(to_client.unsent()) {
+                    None => false,
+                    // An ERR killed nothing; else the answer goes once the victim is closed,
+                    // or at the limit.
+                    Some(err) => {
+                        let limit = limit.get_or_insert_with(|| Box::pin(timers::sleep(kills::HOLD_LIMIT)));
+                        err || victim.closed_or_wake(cx.waker()) || limit.as_mut().poll(cx).is_ready()
+                    }
+                },
+            };
+            if released {
+                kill = None;
+            }
+            if reply.is_none() && kill.is_none() {
                 progress |= to_client.poll_send(cx, (client, Peer::Client))?;
             }
             if let Some(fresh) = fresh {

@@ -47,8 +47,14 @@ impl Rig {
         let watch = drain.watch(1);
         // Room to grow, which only an emulated link may use: the pipes must not.
         let budget = Arc::new(BufferBudget::new(64 << 20));
-        let settings =
-            PumpSettings { buffer_size: BUFFER, idle_timeout, query_timeout, budget: budget.clone(), local: None };
+        let settings = PumpSettings {
+            buffer_size: BUFFER,
+            idle_timeout,
+            query_timeout,
+            budget: budget.clone(),
+            local: None,
+            kills: None,
+        };
         let accepted = Instant::now();
         let live = Arc::new(LiveConnection::new(1, "test".into(), 0));
         let (sink, _) = LinkSink::channel(1);
@@ -219,6 +225,7 @@ async fn a_late_write_is_activity_at_its_own_time() {
         query_timeout: None,
         budget: Arc::new(BufferBudget::new(0)),
         local: None,
+        kills: None,
     };
     let mut timeouts = super::Timeouts::new(&settings);
     let read = Instant::now();
