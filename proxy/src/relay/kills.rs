@@ -129,13 +129,7 @@ pub(super) fn may_target(bytes: &[u8], capabilities: u64) -> bool {
 /// The connection the command at the front of `bytes` kills, when it is a whole
 /// `KILL [HARD|SOFT] [CONNECTION] <id>` query or `COM_PROCESS_KILL` starting a command.
 pub(super) fn target(bytes: &[u8], capabilities: u64) -> Option<u64> {
-    let header = bytes.get(..4)?;
-    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-    if header[3] != 0 || len == 0 || len >= 0xFF_FFFF {
-        return None;
-    }
-    let payload = bytes.get(4..4 + len)?;
-    let (&command, body) = payload.split_first()?;
+    let (_, command, body) = super::local::whole_command(bytes)?;
     match command {
         COM_PROCESS_KILL => {
             let id = body.get(..4)?;

@@ -48,19 +48,25 @@ pub trait LocalAnswers: Send + Sync {
 /// The `COM_QUERY` packet at the front of `bytes`, when it is complete, starts a
 /// command (sequence id 0) and carries SQL `answers` claims: its length and the SQL.
 pub(super) fn claimed<'a>(bytes: &'a [u8], capabilities: u64, answers: &dyn LocalAnswers) -> Option<(usize, &'a [u8])> {
-    let header = bytes.get(..4)?;
-    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
-    // A statement of ours is short: never one split across packets.
-    if header[3] != 0 || len == 0 || len >= 0xFF_FFFF {
-        return None;
-    }
-    let payload = bytes.get(4..4 + len)?;
-    let (&command, body) = payload.split_first()?;
+    let (len, command, body) = whole_command(bytes)?;
     if command != COM_QUERY {
         return None;
     }
     let sql = if capabilities & CLIENT_QUERY_ATTRIBUTES != 0 { query_attributes(body)?.sql } else { body };
-    answers.claims(sql).then_some((4 + len, sql))
+    answers.claims(sql).then_some((len, sql))
+}
+
+/// The command at the front of `bytes` when it is whole in one packet and starts a command
+/// (sequence id 0): its length on the wire, its command byte and the rest of its payload.
+/// A statement rttscope looks at (its own, a KILL) is short: never one split across packets.
+pub(super) fn whole_command(bytes: &[u8]) -> Option<(usize, u8, &[u8])> {
+    let header = bytes.get(..4)?;
+    let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+    if header[3] != 0 || len == 0 || len >= 0xFF_FFFF {
+        return None;
+    }
+    let (&command, body) = bytes.get(4..4 + len)?.split_first()?;
+    Some((4 + len, command, body))
 }
 
 /// An answer on its way to the client: written before anything the server sends
