@@ -174,20 +174,17 @@ impl AsyncWrite for Transport {
         // goes through first. Only when the socket is full does the write wait, through
         // `poll_write`, which registers the waker (the failed try cleared the readiness, so
         // it does not write again).
+        // A TLS stream has no such try: it goes straight to `poll_write`.
         let this = self.get_mut();
         let tried = match this {
             Transport::Tcp(s) => s.try_write(buf),
             Transport::Unix(s) => s.try_write(buf),
-            Transport::ServerTls(s) => return Pin::new(s).poll_write(cx, buf),
-            Transport::ClientTls(s) => return Pin::new(s).poll_write(cx, buf),
+            Transport::ServerTls(_) | Transport::ClientTls(_) => Err(io::ErrorKind::WouldBlock.into()),
         };
         match tried {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => match this {
-                Transport::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-                Transport::Unix(s) => Pin::new(s).poll_write(cx, buf),
-                Transport::ServerTls(s) => Pin::new(s).poll_write(cx, buf),
-                Transport::ClientTls(s) => Pin::new(s).poll_write(cx, buf),
-            },
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                each_transport!(Pin::new(this), s => Pin::new(s).poll_write(cx, buf))
+            }
             done => Poll::Ready(done),
         }
     }
