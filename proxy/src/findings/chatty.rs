@@ -210,7 +210,9 @@ impl Detector for Chatty {
             }
             None => {}
         }
-        if current.is_some() {
+        // An episode already announced has nothing more to announce: the engine is not sent
+        // to look for it again (a look-up in `windows` per command of a long episode).
+        if current.as_ref().is_some_and(|e| !e.run.announced.get()) {
             self.last = Some(ctx.scope);
         }
     }

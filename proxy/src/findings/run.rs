@@ -66,7 +66,8 @@ pub trait Detector: Send {
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>);
 
     /// The run the last command extended, if it extended one, so the engine can announce a
-    /// finding the moment it qualifies.
+    /// finding the moment it qualifies. A detector may answer `None` for a run already
+    /// announced: the engine has nothing more to do with it.
     fn last_extended(&self) -> Option<&Run>;
 
     /// A connection closed: its runs go to `ended`.
