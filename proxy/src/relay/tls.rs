@@ -162,9 +162,13 @@ impl UpstreamSideTls {
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
                 .build()
                 .map_err(|e| TlsSetupError::Rejected { key: "upstream.tls.ca", reason: e.to_string() })?;
-            if config.mode == UpstreamTlsMode::VerifyCa { Arc::new(IgnoreName(webpki)) } else { webpki }
+            if config.mode == UpstreamTlsMode::VerifyCa {
+                Arc::new(Lenient { chain: Some(webpki), algorithms: provider.signature_verification_algorithms })
+            } else {
+                webpki
+            }
         } else {
-            Arc::new(NoVerify(provider.signature_verification_algorithms))
+            Arc::new(Lenient { chain: None, algorithms: provider.signature_verification_algorithms })
         };
         let builder = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -193,52 +197,19 @@ fn system_roots() -> RootCertStore {
     roots
 }
 
-/// `preferred` and `required`: encrypted, the certificate not checked (what MySQL clients
-/// do in these modes). The handshake's signatures are still verified, so the session keys
-/// belong to whoever holds the presented certificate's key.
+/// The modes that check less than a full verification: `preferred` and `required` (no
+/// chain: encrypted, the certificate not checked, as MySQL clients do in these modes) and
+/// `verify-ca` (the chain must lead to a trusted CA; the name is not checked). The
+/// handshake's signatures are always verified, so the session keys belong to whoever holds
+/// the presented certificate's key.
 #[derive(Debug)]
-struct NoVerify(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
+struct Lenient {
+    /// The CA check for `verify-ca`; `None` for no check.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    algorithms: WebPkiSupportedAlgorithms,
 }
 
-/// `verify-ca`: the chain must lead to a trusted CA; the name is not checked.
-#[derive(Debug)]
-struct IgnoreName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for IgnoreName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -247,7 +218,8 @@ impl ServerCertVerifier for IgnoreName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -261,7 +233,7 @@ impl ServerCertVerifier for IgnoreName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -270,11 +242,11 @@ impl ServerCertVerifier for IgnoreName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -357,7 +329,7 @@ mod tests {
         let other = ServerName::try_from("db.example.com").unwrap();
         assert!(verifier.verify_server_cert(&generated.leaf, &[], &other, &[], UnixTime::now()).is_err());
         // verify-ca accepts it under any name.
-        let ignore = IgnoreName(verifier);
+        let ignore = Lenient { chain: Some(verifier), algorithms: provider().signature_verification_algorithms };
         ignore.verify_server_cert(&generated.leaf, &[], &other, &[], UnixTime::now()).expect("name not checked");
         assert_eq!(sha256_fingerprint(&generated.leaf).len(), 32 * 3 - 1);
     }
