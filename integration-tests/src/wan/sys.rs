@@ -122,6 +122,10 @@ pub fn pid_alive(pid: i32) -> bool {
 /// `struct tcp_info` (uapi `linux/tcp.h`) up to `tcpi_rcv_ooopack` (Linux 5.4). The struct
 /// only ever grows at its end; the kernel copies `min(ours, its own)` bytes and says how many,
 /// so a field is valid only if that length covers it.
+///
+/// Written again here on purpose, not taken from `rttscope::sys`: the tests hold rttscope's
+/// readings of the link against what this one reads, and a mistake in rttscope's layout
+/// must not be shared by the reference it is checked against.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcpInfoRaw {
