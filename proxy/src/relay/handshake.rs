@@ -250,11 +250,11 @@ pub(super) async fn handshake(
             // ERR the server sends after the ClientHello went out is read by rustls, as a
             // broken record, and would be lost.
             let connect = tls.connector.connect(tls.server_name.clone(), UpstreamSocket::new(upstream));
-            match timers::timeout(s.timeout, connect.into_fallible()).await {
+            let handshake = match timers::timeout(s.timeout, connect.into_fallible()).await {
                 Ok(Ok(mut stream)) => {
                     stream.get_mut().0.handshake_done();
                     upstream_tls_info = Some(TlsInfo::of(stream.get_ref().1));
-                    Transport::ClientTls(Box::new(stream))
+                    Ok(stream)
                 }
                 Ok(Err((e, socket))) => {
                     // Only when the server broke the handshake off (a reset, a close, bytes that
@@ -273,26 +273,15 @@ pub(super) async fn handshake(
                         tracing::debug!(error = %e, "the server answered the TLS request with an ERR: relayed");
                         return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
                     }
-                    let reason = format!("TLS handshake failed: {e}");
-                    return s
-                        .refuse(
-                            &mut client,
-                            seq.wrapping_add(1),
-                            true,
-                            Refusal::UpstreamTls { upstream: s.upstream.clone(), reason },
-                        )
-                        .await;
+                    Err(format!("TLS handshake failed: {e}"))
                 }
-                Err(_) => {
-                    let reason = format!("TLS handshake did not finish within {:?}", s.timeout);
-                    return s
-                        .refuse(
-                            &mut client,
-                            seq.wrapping_add(1),
-                            true,
-                            Refusal::UpstreamTls { upstream: s.upstream.clone(), reason },
-                        )
-                        .await;
+                Err(_) => Err(format!("TLS handshake did not finish within {:?}", s.timeout)),
+            };
+            match handshake {
+                Ok(stream) => Transport::ClientTls(Box::new(stream)),
+                Err(reason) => {
+                    let refusal = Refusal::UpstreamTls { upstream: s.upstream.clone(), reason };
+                    return s.refuse(&mut client, seq.wrapping_add(1), true, refusal).await;
                 }
             }
         }
