@@ -162,12 +162,32 @@ macro_rules! each_transport {
 }
 
 impl AsyncRead for Transport {
+    /// Plain sockets inline into the pipe's read; TLS, whose read is large, stays a call.
+    #[inline]
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        each_transport!(self, s => Pin::new(s).poll_read(cx, buf))
+        match self.get_mut() {
+            Transport::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Transport::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            tls => tls.poll_read_tls(cx, buf),
+        }
+    }
+}
+
+impl Transport {
+    /// A write that must wait (a full socket) or goes through TLS: out of the inlined path.
+    #[inline(never)]
+    fn poll_write_waiting(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        each_transport!(Pin::new(self), s => Pin::new(s).poll_write(cx, buf))
+    }
+
+    #[inline(never)]
+    fn poll_read_tls(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        each_transport!(Pin::new(self), s => Pin::new(s).poll_read(cx, buf))
     }
 }
 
 impl AsyncWrite for Transport {
+    #[inline]
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         // A plain socket is written at once when the runtime last saw it writable (nearly
         // always): `try_write` skips the task budget and the waker bookkeeping `poll_write`
@@ -182,9 +202,7 @@ impl AsyncWrite for Transport {
             Transport::ServerTls(_) | Transport::ClientTls(_) => Err(io::ErrorKind::WouldBlock.into()),
         };
         match tried {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                each_transport!(Pin::new(this), s => Pin::new(s).poll_write(cx, buf))
-            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => this.poll_write_waiting(cx, buf),
             done => Poll::Ready(done),
         }
     }
@@ -252,6 +270,7 @@ impl Leg {
 }
 
 impl AsyncRead for Leg {
+    #[inline]
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         match &mut this.compression {
@@ -262,6 +281,7 @@ impl AsyncRead for Leg {
 }
 
 impl AsyncWrite for Leg {
+    #[inline]
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         match &mut this.compression {
