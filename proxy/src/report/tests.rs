@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::*;
 use crate::findings::{Kind, Severity};
-use crate::link::LinkLimit;
+use crate::link::{LinkLimit, LinkVerdict, Loss, Measurement};
 
 const SCHEMA_DOC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/report-schema.md"));
 
@@ -500,4 +500,96 @@ fn the_html_report_escapes_sql_markup_quotes_and_control_characters() {
         let name = if name == "!DOCTYPE" { name } else { name.to_ascii_lowercase() };
         assert!(allowed.contains(&name.as_str()), "tag <{tag:.40}");
     }
+}
+
+/// A verdict with every number distinct, so a field copied from the wrong place shows.
+fn distinct_verdict() -> LinkVerdict {
+    LinkVerdict {
+        conn_id: 7,
+        at_us: 8_000_001,
+        measurement: Measurement {
+            limit: LinkLimit::ReceiveWindow,
+            secondary: Some(LinkLimit::Loss),
+            loss: Loss {
+                recovery_stalls: 101,
+                recovery_stall_us: 102,
+                rto_stalls: 103,
+                segments_in: 104,
+                out_of_order: 105,
+                duplicates: 106,
+                retransmitted: 107,
+                rtos: 108,
+                dsack_dups: 109,
+                reord_seen: 110,
+                mss: 111,
+                loss_rate: 0.125,
+                loss_limited_throughput: Some(112),
+            },
+            bytes: 201,
+            duration_us: 202,
+            throughput: 203,
+            rtt_us: 204,
+            base_rtt_us: 205,
+            bytes_per_rtt: 206,
+            advertised_window: 207,
+            receive_buffer: 208,
+            idle_us: 209,
+            held_off_us: 210,
+            server_pauses: 211,
+            server_pause_us: 212,
+            samples: 213,
+            round_trips: 214,
+        },
+        path_bytes_per_second: Some(301),
+        bdp: Some(302),
+        summary: "the summary".into(),
+        fix: "the fix".into(),
+    }
+}
+
+/// One `links[]` entry as the report writes it: the keys in this order (`conn_id` and `at_us`
+/// among the measurement's, `loss` after the path), each value from its own field.
+#[test]
+fn a_link_entry_is_exactly_this_json() {
+    let json = serde_json::to_string_pretty(&LinkReport::from(&distinct_verdict())).unwrap();
+    let expected = r#"{
+  "limit": "receive_window",
+  "secondary": "loss",
+  "conn_id": 7,
+  "at_us": 8000001,
+  "bytes": 201,
+  "duration_us": 202,
+  "throughput": 203,
+  "rtt_us": 204,
+  "base_rtt_us": 205,
+  "bytes_per_rtt": 206,
+  "advertised_window": 207,
+  "receive_buffer": 208,
+  "idle_us": 209,
+  "held_off_us": 210,
+  "server_pauses": 211,
+  "server_pause_us": 212,
+  "samples": 213,
+  "round_trips": 214,
+  "path_bytes_per_second": 301,
+  "bdp": 302,
+  "loss": {
+    "recovery_stalls": 101,
+    "recovery_stall_us": 102,
+    "rto_stalls": 103,
+    "segments_in": 104,
+    "out_of_order": 105,
+    "duplicates": 106,
+    "retransmitted": 107,
+    "rtos": 108,
+    "dsack_dups": 109,
+    "reord_seen": 110,
+    "mss": 111,
+    "loss_rate": 0.125,
+    "loss_limited_throughput": 112
+  },
+  "summary": "the summary",
+  "fix": "the fix"
+}"#;
+    assert_eq!(json, expected);
 }
