@@ -7,42 +7,48 @@
 //! sends (queries, uploads) it counts directly: its own retransmissions and RTOs, and the
 //! server's DSACKs for segments it got twice.
 
+use serde::{Deserialize, Serialize};
+
 use crate::socket::LossCounters;
 
 /// The Mathis et al. constant √(3/2): a Reno sender's average window under periodic loss.
 const MATHIS_C: f64 = 1.22;
 
-/// What one transfer showed of loss, duplication and reordering.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// What one transfer showed of loss, duplication and reordering; the report's `links[].loss`
+/// as it is, so these comments are that object's reference text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Loss {
-    /// Reads that stopped for a hole, and their time: loss events.
+    /// Reads that stood still until a retransmission filled a hole: loss events.
     pub recovery_stalls: u32,
-    /// Time the reads stood still in those stalls, µs.
+    /// Those stalls' time together, µs.
     pub recovery_stall_us: u64,
-    /// Of the stalls, those as long as a retransmission timeout (nothing behind the lost
-    /// segment to set off a fast retransmit).
+    /// Of them, those as long as a retransmission timeout (nothing behind the lost segment to
+    /// set off a fast retransmit).
     pub rto_stalls: u32,
-    /// Data segments received, and those that arrived behind a hole.
+    /// Data segments received from the server during the transfer (TCP_INFO `data_segs_in`).
     pub segments_in: u64,
-    /// Of `segments_in`, those that arrived behind a hole (`tcpi_rcv_ooopack`).
+    /// Of `segments_in`, those that arrived behind a hole (TCP_INFO `rcv_ooopack`): loss or
+    /// reordering.
     pub out_of_order: u64,
     /// Segments that arrived twice (duplicates, needless retransmissions): the ones the socket
     /// threw away as already had. Where the kernel does not say, an upper bound: segments
     /// beyond the full-sized ones the new bytes needed (short segments count too).
     pub duplicates: u64,
-    /// rttscope's own retransmissions and RTOs during the transfer.
+    /// Segments rttscope itself retransmitted during the transfer (what it sends: queries,
+    /// uploads).
     pub retransmitted: u64,
-    /// Retransmission timeouts rttscope's side took (0 before Linux 6.7).
+    /// rttscope's own retransmission timeouts (TCP_INFO `total_rto`: Linux ≥ 6.7, else 0).
     pub rtos: u64,
-    /// The server's DSACKs and reorderings of what rttscope sent.
+    /// Segments the server reported getting twice (DSACK): duplicates of what rttscope sent.
     pub dsack_dups: u64,
-    /// Reorderings the kernel detected in what rttscope sent (`tcpi_reord_seen`).
+    /// Reorderings of rttscope's segments the server's ACKs revealed (TCP_INFO `reord_seen`).
     pub reord_seen: u64,
     /// Largest segment received, bytes.
     pub mss: u32,
-    /// Loss events per data segment received.
+    /// Loss events (`recovery_stalls`) per data segment received.
     pub loss_rate: f64,
-    /// The Mathis bound at that rate, the measured MSS and the base RTT, bytes/s.
+    /// What a TCP can carry at that loss rate, the measured MSS and the base RTT (the Mathis
+    /// bound), bytes per second; `None` without loss.
     pub loss_limited_throughput: Option<u64>,
 }
 

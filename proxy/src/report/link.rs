@@ -54,67 +54,14 @@ pub struct LinkReport {
     pub path_bytes_per_second: Option<u64>,
     /// Bandwidth-delay product of that path, bytes.
     pub bdp: Option<u64>,
-    /// Loss, duplication and reordering seen during the transfer.
+    /// Loss, duplication and reordering seen during the transfer: the link module's own
+    /// [`Loss`], which documents its fields.
     #[serde(default)]
-    pub loss: LossReport,
+    pub loss: Loss,
     /// The verdict in a sentence, for the renderings and `SHOW RTTSCOPE LINK`.
     pub summary: String,
     /// What to change, sized from the measured RTT and bandwidth.
     pub fix: String,
-}
-
-/// `links[].loss`: what the long-haul socket showed of loss while the transfer lasted.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct LossReport {
-    /// Reads that stood still until a retransmission filled a hole: loss events.
-    pub recovery_stalls: u32,
-    /// Those stalls' time together, µs.
-    pub recovery_stall_us: u64,
-    /// Of them, those as long as a retransmission timeout.
-    pub rto_stalls: u32,
-    /// Data segments received from the server during the transfer (TCP_INFO `data_segs_in`).
-    pub segments_in: u64,
-    /// Of `segments_in`, those that arrived behind a hole (TCP_INFO `rcv_ooopack`): loss or
-    /// reordering.
-    pub out_of_order: u64,
-    /// Segments that arrived twice (duplicates, needless retransmissions), as the socket
-    /// counted the ones it threw away.
-    pub duplicates: u64,
-    /// Segments rttscope itself retransmitted during the transfer (what it sends: queries,
-    /// uploads).
-    pub retransmitted: u64,
-    /// rttscope's own retransmission timeouts (TCP_INFO `total_rto`: Linux ≥ 6.7, else 0).
-    pub rtos: u64,
-    /// Segments the server reported getting twice (DSACK): duplicates of what rttscope sent.
-    pub dsack_dups: u64,
-    /// Reorderings of rttscope's segments the server's ACKs revealed (TCP_INFO `reord_seen`).
-    pub reord_seen: u64,
-    /// Largest segment received, bytes.
-    pub mss: u32,
-    /// Loss events per segment received.
-    pub loss_rate: f64,
-    /// What a TCP can carry at that loss rate, MSS and RTT (Mathis bound), bytes per second.
-    pub loss_limited_throughput: Option<u64>,
-}
-
-impl From<&Loss> for LossReport {
-    fn from(l: &Loss) -> LossReport {
-        LossReport {
-            recovery_stalls: l.recovery_stalls,
-            recovery_stall_us: l.recovery_stall_us,
-            rto_stalls: l.rto_stalls,
-            segments_in: l.segments_in,
-            out_of_order: l.out_of_order,
-            duplicates: l.duplicates,
-            retransmitted: l.retransmitted,
-            rtos: l.rtos,
-            dsack_dups: l.dsack_dups,
-            reord_seen: l.reord_seen,
-            mss: l.mss,
-            loss_rate: l.loss_rate,
-            loss_limited_throughput: l.loss_limited_throughput,
-        }
-    }
 }
 
 impl LinkReport {
@@ -129,6 +76,8 @@ impl LinkReport {
 
 impl From<&LinkVerdict> for LinkReport {
     fn from(v: &LinkVerdict) -> LinkReport {
+        // Copied, not `#[serde(flatten)]`ed: flattening would write the measurement's keys in
+        // one run and move `conn_id`, `at_us` and `loss` within each `links[]` entry.
         let m = &v.measurement;
         LinkReport {
             limit: m.limit,
@@ -151,7 +100,7 @@ impl From<&LinkVerdict> for LinkReport {
             round_trips: m.round_trips,
             path_bytes_per_second: v.path_bytes_per_second,
             bdp: v.bdp,
-            loss: LossReport::from(&m.loss),
+            loss: m.loss,
             summary: v.summary.clone(),
             fix: v.fix.clone(),
         }

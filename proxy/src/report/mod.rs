@@ -39,7 +39,7 @@ pub use finding::{
     FetchEvidence, FindingReport, LoopEvidence, PagesEvidence, StatementRoundTrips, WhatIf,
 };
 pub use html::render_html;
-pub use link::{LinkReport, LossReport};
+pub use link::LinkReport;
 pub use text::render_text;
 pub use window::{WindowKind, WindowReport};
 

@@ -152,7 +152,7 @@ pub(super) fn full_report() -> Report {
         round_trips: 1,
         path_bytes_per_second: Some(12_500_000),
         bdp: Some(250_000),
-        loss: LossReport {
+        loss: Loss {
             recovery_stalls: 12,
             recovery_stall_us: 310_000,
             rto_stalls: 1,
