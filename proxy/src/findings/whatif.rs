@@ -9,41 +9,48 @@
 //! happened there.
 
 use rttscope_config::Scenario;
+use serde::{Deserialize, Serialize};
 
 use super::Emulated;
 use crate::human::{bandwidth, counted, us};
 
-/// One scenario's projection of one measured cost.
-#[derive(Clone, Debug, PartialEq)]
+/// One scenario's projection of one measured cost; the report's `findings[].what_if[]` as it
+/// is, so these comments are that object's reference text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Projection {
-    /// The scenario's name, as configured.
+    /// The scenario's name, from `findings.scenarios`.
     pub scenario: String,
-    /// The scenario's round trip, µs.
+    /// The scenario's round-trip time, µs, charged once per round trip of the pattern.
     pub rtt_us: u64,
-    /// The scenario's bandwidth, bits per second; `None`: unlimited.
+    /// The scenario's bandwidth, bits per second, charged for the pattern's wire bytes; `None`:
+    /// unlimited.
     pub bandwidth_bps: Option<u64>,
-    /// What it cost here.
+    /// What it took here, µs.
     pub observed_us: u64,
-    /// What it cost without the link: what the projection starts from.
+    /// What it took without the link here, µs: what the projection starts from.
     pub base_us: u64,
-    /// What it would cost there: base, plus each round trip at `rtt_us`, plus its bytes at `bandwidth_bps`.
+    /// What it would cost there, µs: the base, plus each round trip at `rtt_us`, plus its bytes
+    /// at `bandwidth_bps`.
     pub projected_us: u64,
-    /// The comparison in a sentence, for the report.
+    /// The projection in a sentence; over an emulated link it says what the projection started from.
     pub summary: String,
 }
 
-/// An emulated link's own projection beside what the pattern took over it.
-#[derive(Clone, Debug, PartialEq)]
+/// A pattern recorded over an emulated link, projected onto that link: the model checked
+/// against what happened. The report's `findings[].emulation` as it is, so these comments are
+/// that object's reference text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EmulationCheck {
-    /// The emulated round trip, µs.
+    /// The emulated link's RTT (both directions' delays) when the pattern ran, µs.
     pub rtt_us: u64,
-    /// The emulated bandwidth towards the client, bits per second; `None`: unlimited.
+    /// Its bandwidth towards the client, bits per second; `None`: unlimited.
     pub bandwidth_bps: Option<u64>,
-    /// What the projection says it should have cost over that link.
+    /// The projection onto that link from the pattern's `base_us`, µs: what the model says it
+    /// should have cost there.
     pub projected_us: u64,
-    /// What it really took there: how far off the model is.
+    /// What the pattern took over it, µs (as `what_if[].observed_us`): how far off the model is.
     pub took_us: u64,
-    /// The two side by side in a sentence.
+    /// The two in a sentence: `emulated 15.00 ms RTT: projected 465.20 ms, took 468.90 ms`.
     pub summary: String,
 }
 

@@ -217,67 +217,11 @@ pub struct StatementRoundTrips {
     pub round_trips: u64,
 }
 
-/// What a finding would cost over one scenario's link.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WhatIf {
-    /// The scenario's name, from `findings.scenarios`.
-    pub scenario: String,
-    /// The scenario's round-trip time, µs, charged once per round trip of the pattern.
-    pub rtt_us: u64,
-    /// The scenario's bandwidth, bits per second, charged for the pattern's wire bytes; `None`:
-    /// unlimited.
-    pub bandwidth_bps: Option<u64>,
-    /// What it took here, µs.
-    pub observed_us: u64,
-    /// What it took without the link here, µs: what the projection starts from.
-    pub base_us: u64,
-    /// What it would cost there, µs.
-    pub projected_us: u64,
-    /// The projection in a sentence; over an emulated link it says what the projection started from.
-    pub summary: String,
-}
+/// What a finding would cost over one scenario's link: the findings' own projection.
+pub type WhatIf = Projection;
 
-/// A pattern recorded over an emulated link, projected onto that link: the model checked
-/// against what happened.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EmulationReport {
-    /// The emulated link's RTT (both directions' delays) when the pattern ran, µs.
-    pub rtt_us: u64,
-    /// Its bandwidth towards the client, bits per second; `None`: unlimited.
-    pub bandwidth_bps: Option<u64>,
-    /// The projection onto that link from the pattern's `base_us`, µs.
-    pub projected_us: u64,
-    /// What the pattern took over it, µs (as `what_if[].observed_us`).
-    pub took_us: u64,
-    /// The two in a sentence: `emulated 15.00 ms RTT: projected 465.20 ms, took 468.90 ms`.
-    pub summary: String,
-}
-
-impl From<&EmulationCheck> for EmulationReport {
-    fn from(c: &EmulationCheck) -> EmulationReport {
-        EmulationReport {
-            rtt_us: c.rtt_us,
-            bandwidth_bps: c.bandwidth_bps,
-            projected_us: c.projected_us,
-            took_us: c.took_us,
-            summary: c.summary.clone(),
-        }
-    }
-}
-
-impl From<&Projection> for WhatIf {
-    fn from(p: &Projection) -> WhatIf {
-        WhatIf {
-            scenario: p.scenario.clone(),
-            rtt_us: p.rtt_us,
-            bandwidth_bps: p.bandwidth_bps,
-            observed_us: p.observed_us,
-            base_us: p.base_us,
-            projected_us: p.projected_us,
-            summary: p.summary.clone(),
-        }
-    }
-}
+/// A pattern recorded over an emulated link, projected onto that link: the findings' own check.
+pub type EmulationReport = EmulationCheck;
 
 impl From<&Assessed> for FindingReport {
     fn from(a: &Assessed) -> FindingReport {
@@ -357,8 +301,8 @@ impl From<&Assessed> for FindingReport {
             cost_us: f.cost_us,
             suggestion: a.fix.clone(),
             driver: f.driver.map(|d| d.name().to_owned()),
-            what_if: a.what_if.iter().map(WhatIf::from).collect(),
-            emulation: a.emulation.as_ref().map(EmulationReport::from),
+            what_if: a.what_if.clone(),
+            emulation: a.emulation.clone(),
         }
     }
 }
