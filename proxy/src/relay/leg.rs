@@ -180,6 +180,7 @@ impl Transport {
         each_transport!(Pin::new(self), s => Pin::new(s).poll_write(cx, buf))
     }
 
+    /// A TLS stream's read (the plain sockets are read inline, before this is reached).
     #[inline(never)]
     fn poll_read_tls(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         each_transport!(Pin::new(self), s => Pin::new(s).poll_read(cx, buf))
