@@ -217,13 +217,9 @@ mod tests {
         let listed = kills.list(52);
         let victim = kills.victim(52).expect("listed");
         assert!(kills.victim(53).is_none());
-        assert!(!victim.closed_or_wake(futures_noop_waker()));
+        assert!(!victim.closed_or_wake(Waker::noop()));
         drop(listed);
-        assert!(victim.closed_or_wake(futures_noop_waker()));
+        assert!(victim.closed_or_wake(Waker::noop()));
         assert!(kills.victim(52).is_none());
-    }
-
-    fn futures_noop_waker() -> &'static Waker {
-        Waker::noop()
     }
 }
