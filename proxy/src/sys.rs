@@ -1,6 +1,7 @@
 //! System calls the standard library does not wrap: the kernel's view of a
 //! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`), a thread's
-//! timer slack, the open-file limit, and the allocator's count and trimming of the heap.
+//! timer slack, the open-file limit, and the allocator's count and trimming of the heap;
+//! and the forwarding path's writes to a plain socket, made as a bare system call.
 //! The only `unsafe` in rttscope.
 //!
 //! `struct tcp_info` only ever grows at its end, and the kernel copies
@@ -238,6 +239,36 @@ pub fn queued(socket: &impl AsRawFd) -> io::Result<(u32, u32)> {
         return Err(io::Error::last_os_error());
     }
     Ok((outq.max(0) as u32, inq.max(0) as u32))
+}
+
+/// `send(fd, buf, MSG_NOSIGNAL)` as a bare system call, as std's `write` of a socket makes
+/// it (a peer gone is `EPIPE`, never a `SIGPIPE`) but without glibc's wrapper: `send` is a
+/// thread cancellation point, which marks the thread cancellable and back around every
+/// call, about 30 instructions of the 60 a write costs in user space (callgrind,
+/// `scripts/bench.sh --only f`); rttscope never cancels a thread, and `syscall` is not a
+/// cancellation point. Every argument goes as a full register (`c_long`, pointers,
+/// `usize`): through C varargs a 32-bit integer's upper half would be undefined. A full
+/// socket is `ErrorKind::WouldBlock`, as std's.
+///
+/// Reads keep tokio's `poll_read`: the same trick there would need tokio's readiness
+/// clearing after a short read, which only its own read can reach (tried through
+/// `try_io`: 90 instructions a round trip more, not less).
+#[inline]
+pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: the kernel reads at most `buf.len()` bytes from `buf`, borrowed for the call;
+    // no address is given (null, 0); `fd` is borrowed from a live socket by the caller.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_sendto,
+            libc::c_long::from(fd),
+            buf.as_ptr(),
+            buf.len(),
+            libc::c_long::from(libc::MSG_NOSIGNAL),
+            std::ptr::null::<libc::sockaddr>(),
+            libc::c_long::from(0),
+        )
+    };
+    usize::try_from(rc).map_err(|_| io::Error::last_os_error())
 }
 
 /// Whether the peer of `socket` has closed it both ways (`POLLHUP`): on a Unix socket, a

@@ -4,15 +4,16 @@
 //! raw TCP socket stays reachable for the link probe, also under TLS.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
 use super::compressed::Compression;
 use crate::protocol::compress::Algorithm;
+use crate::sys;
 
 /// The stream under a leg.
 pub(crate) enum Transport {
@@ -191,15 +192,15 @@ impl AsyncWrite for Transport {
     #[inline]
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         // A plain socket is written at once when the runtime last saw it writable (nearly
-        // always): `try_write` skips the task budget and the waker bookkeeping `poll_write`
-        // goes through first. Only when the socket is full does the write wait, through
-        // `poll_write`, which registers the waker (the failed try cleared the readiness, so
-        // it does not write again).
+        // always): a try (tokio's `try_write`, with the system call of `sys::send`) skips
+        // the task budget and the waker bookkeeping `poll_write` goes through first. Only
+        // when the socket is full does the write wait, through `poll_write`, which registers
+        // the waker (the failed try cleared the readiness, so it does not write again).
         // A TLS stream has no such try: it goes straight to `poll_write`.
         let this = self.get_mut();
         let tried = match this {
-            Transport::Tcp(s) => s.try_write(buf),
-            Transport::Unix(s) => s.try_write(buf),
+            Transport::Tcp(s) => s.try_io(Interest::WRITABLE, || sys::send(s.as_raw_fd(), buf)),
+            Transport::Unix(s) => s.try_io(Interest::WRITABLE, || sys::send(s.as_raw_fd(), buf)),
             Transport::ServerTls(_) | Transport::ClientTls(_) => Err(io::ErrorKind::WouldBlock.into()),
         };
         match tried {
