@@ -40,6 +40,14 @@ impl App {
     fn detail(&self) -> Detail {
         Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us }
     }
+
+    /// The run as it stands: a command that is not a setup adds only to `recorded_us`,
+    /// and the run's detail catches up here, when the run is read, not on every command.
+    fn run_now(&self) -> Option<Run> {
+        let mut run = self.run.clone()?;
+        run.detail = self.detail();
+        Some(run)
+    }
 }
 
 /// The `connection_churn` detector: per application, its connection setups' time against all its recorded time.
@@ -64,7 +72,7 @@ impl ConnectionChurn {
     fn forget_least_recent(&mut self, ended: &mut Vec<Run>) {
         let oldest = self.apps.iter().min_by_key(|(_, a)| a.last_connect_us).map(|(k, _)| *k);
         if let Some(app) = oldest.and_then(|k| self.apps.remove(&k)) {
-            ended.extend(app.run);
+            ended.extend(app.run_now());
         }
     }
 }
@@ -84,10 +92,6 @@ impl Detector for ConnectionChurn {
             // about churn until it connects again.)
             if let Some(app) = self.apps.get_mut(&key) {
                 app.recorded_us += r.latency_us();
-                let detail = app.detail();
-                if let Some(run) = app.run.as_mut() {
-                    run.detail = detail;
-                }
             }
             return;
         }
@@ -132,7 +136,7 @@ impl Detector for ConnectionChurn {
     }
 
     fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.apps.values().filter_map(|a| a.run.clone()));
+        out.extend(self.apps.values().filter_map(App::run_now));
     }
 
     fn bar(&self, run: &Run) -> Option<Bar> {
