@@ -57,7 +57,7 @@ pub const MAX_VALUES: usize = 16;
 ///
 /// Displayed and parsed as 16 lower-case hex digits; changing the hash or the normalisation
 /// changes every id, which a test pins.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug, Default)]
 pub struct FingerprintId(pub u64);
 
 impl fmt::Display for FingerprintId {
@@ -85,7 +85,7 @@ impl FromStr for FingerprintId {
 
 /// The statement's verb, from its first keyword (after comments and leading parentheses;
 /// `WITH ... SELECT` is a `Select`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub enum StatementKind {
     /// `SELECT`, also after leading `(` or a `WITH` clause.
     Select,
@@ -99,7 +99,9 @@ pub enum StatementKind {
     Replace,
     /// A stored-procedure `CALL`.
     Call,
-    /// Anything else: DDL, `SET`, `SHOW`, transaction control, or no keyword at all.
+    /// Anything else: DDL, `SET`, `SHOW`, transaction control, or no keyword at all; and
+    /// a statement not classed yet.
+    #[default]
     Other,
 }
 

@@ -5,11 +5,12 @@
 //! instructions per command (callgrind, `scripts/bench.sh --only f`). Bounded: past
 //! [`KEPT`] boxes waiting, the collector frees them instead.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use crossbeam_queue::ArrayQueue;
 
 use super::CommandRecord;
+use crate::fingerprint::FingerprintId;
 
 /// Boxes kept for reuse, a few hundred bytes each: the most commands the collector reads
 /// in a couple of batches.
@@ -17,14 +18,21 @@ const KEPT: usize = 1024;
 
 static FREE: LazyLock<ArrayQueue<Box<CommandRecord>>> = LazyLock::new(|| ArrayQueue::new(KEPT));
 
-/// `record` in a box, a used one if the collector has handed one back.
-pub fn boxed(record: CommandRecord) -> Box<CommandRecord> {
+/// A new record ([`CommandRecord::new`]) in a box, a used one if the collector has handed
+/// one back (rewritten in place: [`CommandRecord::reset`]).
+pub fn boxed(
+    conn_id: u64,
+    command: u8,
+    fingerprint: FingerprintId,
+    text: Arc<str>,
+    request_us: u64,
+) -> Box<CommandRecord> {
     match FREE.pop() {
         Some(mut used) => {
-            *used = record;
+            used.reset(conn_id, command, fingerprint, text, request_us);
             used
         }
-        None => Box::new(record),
+        None => Box::new(CommandRecord::new(conn_id, command, fingerprint, text, request_us)),
     }
 }
 

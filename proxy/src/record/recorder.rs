@@ -135,7 +135,7 @@ impl Recorder {
     /// prepared statement) or, failing that, named after the command.
     fn blank(&mut self, command: u8) -> Box<CommandRecord> {
         let request_us = self.started_us.take().unwrap_or(self.now_us);
-        pool::boxed(CommandRecord::new(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us))
+        pool::boxed(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us)
     }
 
     /// Attributes a `COM_STMT_*` command to the statement it names.
