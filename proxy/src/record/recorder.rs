@@ -21,7 +21,7 @@ use crate::protocol::binary::{execute_params, query_attributes};
 use crate::protocol::constants::command::{self, *};
 use crate::protocol::constants::status::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::handshake::HandshakeResponse41;
-use crate::protocol::packets::u32_at;
+use crate::protocol::packets::{column_type, u32_at};
 use crate::protocol::session::CONNECT;
 use crate::protocol::{ColumnOf, CommandPacket, Direction, Identity, Observer, Summary};
 use crate::socket::{LinkSample, LossCounters};
@@ -278,8 +278,19 @@ impl Observer for Recorder {
         self.rows.result_set();
     }
 
-    fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
-        self.rows.column(type_and_flags, of);
+    fn column(&mut self, definition: &[u8], of: ColumnOf) {
+        // Types serve binary rows (an execute's, a fetch's) and a prepared statement's later
+        // executes: a text result set's rows are sampled without them, and its definitions
+        // are not read.
+        let wanted = match of {
+            ColumnOf::PreparedStatement => true,
+            ColumnOf::ResultSet => {
+                self.in_flight.front().is_some_and(|f| matches!(f.record.command, COM_STMT_EXECUTE | COM_STMT_FETCH))
+            }
+        };
+        if wanted {
+            self.rows.column(column_type(definition), of);
+        }
     }
 
     fn row(&mut self, prefix: &[u8]) {

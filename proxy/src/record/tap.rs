@@ -64,9 +64,9 @@ impl<T: Observer> Observer for Option<T> {
             t.result_set(columns);
         }
     }
-    fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
+    fn column(&mut self, definition: &[u8], of: ColumnOf) {
         if let Some(t) = self {
-            t.column(type_and_flags, of);
+            t.column(definition, of);
         }
     }
     fn row(&mut self, prefix: &[u8]) {
@@ -137,8 +137,8 @@ macro_rules! tuple_tap {
             fn command(&mut self, command: &CommandPacket<'_>) { $(self.$i.command(command);)+ }
             fn response_started(&mut self) { $(self.$i.response_started();)+ }
             fn result_set(&mut self, columns: u32) { $(self.$i.result_set(columns);)+ }
-            fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
-                $(self.$i.column(type_and_flags, of);)+
+            fn column(&mut self, definition: &[u8], of: ColumnOf) {
+                $(self.$i.column(definition, of);)+
             }
             fn row(&mut self, prefix: &[u8]) { $(self.$i.row(prefix);)+ }
             fn finished(&mut self, summary: &Summary) { $(self.$i.finished(summary);)+ }

@@ -117,8 +117,11 @@ pub trait Observer {
     /// A result set begins: its column count arrived.
     fn result_set(&mut self, _columns: u32) {}
     /// A column definition: of the current result set, or of a statement
-    /// being prepared. Carries the type and flags when readable.
-    fn column(&mut self, _type_and_flags: Option<(u8, u16)>, _of: ColumnOf) {}
+    /// being prepared. Carries the packet's first bytes, from which
+    /// [`column_type`](crate::protocol::packets::column_type) reads the type and flags: an
+    /// observer that wants them reads them (a walk over six names, read for every column of
+    /// every result otherwise).
+    fn column(&mut self, _definition: &[u8], _of: ColumnOf) {}
     /// A row of the current result set: the first bytes of its payload.
     fn row(&mut self, _prefix: &[u8]) {}
     /// The oldest unfinished command is complete.

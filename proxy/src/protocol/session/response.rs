@@ -10,9 +10,7 @@ use crate::protocol::constants::{
     status::*,
 };
 use crate::protocol::error::{DecodeError, Peer};
-use crate::protocol::packets::{
-    ErrPacket, OkPacket, column_type, is_terminator, lenenc_int, terminator_status, u16_at, u32_at,
-};
+use crate::protocol::packets::{ErrPacket, OkPacket, is_terminator, lenenc_int, terminator_status, u16_at, u32_at};
 
 /// What a packet does to the response it belongs to.
 enum Step {
@@ -71,10 +69,8 @@ impl Session {
                     return Err(bad("column definition", "does not start with catalog \"def\""));
                 }
                 match then {
-                    AfterDefs::Rows => obs.column(column_type(p), ColumnOf::ResultSet),
-                    AfterDefs::Done if command == COM_STMT_PREPARE => {
-                        obs.column(column_type(p), ColumnOf::PreparedStatement)
-                    }
+                    AfterDefs::Rows => obs.column(p, ColumnOf::ResultSet),
+                    AfterDefs::Done if command == COM_STMT_PREPARE => obs.column(p, ColumnOf::PreparedStatement),
                     // Parameter definitions of a prepare.
                     _ => {}
                 }
