@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use rttscope::live::LiveConnection;
 use rttscope::protocol::framing::{PREFIX_LEN, PacketScanner};
+use rttscope::protocol::packets::column_type;
 use rttscope::protocol::session::{CONNECT, ColumnOf, CommandPacket, Identity, Observer, Session, Summary};
 use rttscope::record::{EventSink, Recorder, RecorderSettings};
 use tokio::time::Instant;
@@ -163,8 +164,12 @@ impl Observer for Checker {
         self.recorder.result_set(columns);
     }
 
-    fn column(&mut self, type_and_flags: Option<(u8, u16)>, of: ColumnOf) {
-        self.recorder.column(type_and_flags, of);
+    fn column(&mut self, definition: &[u8], of: ColumnOf) {
+        assert!(definition.len() <= PREFIX_LEN);
+        // The recorder reads a definition's type only for binary rows and prepares: read
+        // it here for every one, so the fuzzer keeps the parser under every column.
+        let _ = column_type(definition);
+        self.recorder.column(definition, of);
     }
 
     fn row(&mut self, prefix: &[u8]) {

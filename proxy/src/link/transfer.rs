@@ -280,9 +280,7 @@ impl TransferTracker {
     pub fn finished(&mut self, now_us: u64, bytes: u64, round_trips: u32, latency_us: u64) -> Option<Measurement> {
         // A small response only ends the transfer: taking it out would copy the whole
         // transfer state for nothing (some 40 instructions a round trip, callgrind).
-        if self.current.is_none() {
-            return None;
-        }
+        self.current.as_ref()?;
         if bytes < self.large_transfer {
             self.current = None;
             self.small.responses += 1;
