@@ -147,8 +147,45 @@ impl Detector for Chatty {
         &[Kind::ChattySession]
     }
 
+    /// Inline, as most commands are not housekeeping: those leave here, without the call into [`Chatty::follow`].
+    #[inline]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
+        if ctx.role != Role::Housekeeping {
+            return;
+        }
+        self.follow(r, ctx, ended);
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|s| self.windows.get(&s)).and_then(|w| w.episode.as_ref()).map(|e| &e.run)
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        if let Some(w) = self.windows.remove(&PatternScope::Connection(conn_id)) {
+            ended.extend(w.episode.map(|e| e.run));
+        }
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.windows.values().filter_map(|w| w.episode.as_ref()).map(|e| e.run.clone()));
+    }
+
+    fn bar(&self, _run: &Run) -> Option<Bar> {
+        Some(Bar { min_executions: self.min_round_trips as u64, min_projected_cost_us: self.min_projected_cost_us })
+    }
+
+    fn clear(&mut self) {
+        self.windows.clear();
+        self.last = None;
+    }
+}
+
+impl Chatty {
+    /// What [`Detector::command`] does with a command that may be this detector's.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         if ctx.role != Role::Housekeeping
             || r.round_trips == 0
             || r.bytes_up > self.max_bytes
@@ -215,30 +252,6 @@ impl Detector for Chatty {
         if current.as_ref().is_some_and(|e| !e.run.announced.get()) {
             self.last = Some(ctx.scope);
         }
-    }
-
-    fn last_extended(&self) -> Option<&Run> {
-        self.last.and_then(|s| self.windows.get(&s)).and_then(|w| w.episode.as_ref()).map(|e| &e.run)
-    }
-
-    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
-        if let Some(w) = self.windows.remove(&PatternScope::Connection(conn_id)) {
-            ended.extend(w.episode.map(|e| e.run));
-        }
-        self.last = None;
-    }
-
-    fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.windows.values().filter_map(|w| w.episode.as_ref()).map(|e| e.run.clone()));
-    }
-
-    fn bar(&self, _run: &Run) -> Option<Bar> {
-        Some(Bar { min_executions: self.min_round_trips as u64, min_projected_cost_us: self.min_projected_cost_us })
-    }
-
-    fn clear(&mut self) {
-        self.windows.clear();
-        self.last = None;
     }
 }
 

@@ -37,8 +37,46 @@ impl Detector for Cursors {
         &[Kind::UndersizedFetch]
     }
 
+    /// Inline, as most commands name no prepared statement: those leave here, without the call into [`Cursors::follow`].
+    #[inline]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
+        if r.statement.is_none() {
+            return;
+        }
+        self.follow(r, ctx, ended);
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.open.get(&k))
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let keys: Vec<_> = self.open.keys().filter(|(c, _)| *c == conn_id).copied().collect();
+        ended.extend(keys.into_iter().filter_map(|k| self.open.remove(&k)));
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.open.values().cloned());
+    }
+
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let Detail::Fetch { fetch_size } = run.detail else { return None };
+        (u64::from(fetch_size) < self.min_rows)
+            .then_some(Bar { min_executions: self.min_fetches, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
+        self.open.clear();
+        self.last = None;
+    }
+}
+
+impl Cursors {
+    /// What [`Detector::command`] does with a command that may be this detector's.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         let Some(statement) = r.statement else { return };
         let key = (r.conn_id, statement);
         match r.command {
@@ -65,30 +103,5 @@ impl Detector for Cursors {
             COM_STMT_CLOSE | COM_STMT_RESET => ended.extend(self.open.remove(&key)),
             _ => {}
         }
-    }
-
-    fn last_extended(&self) -> Option<&Run> {
-        self.last.and_then(|k| self.open.get(&k))
-    }
-
-    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
-        let keys: Vec<_> = self.open.keys().filter(|(c, _)| *c == conn_id).copied().collect();
-        ended.extend(keys.into_iter().filter_map(|k| self.open.remove(&k)));
-        self.last = None;
-    }
-
-    fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.open.values().cloned());
-    }
-
-    fn bar(&self, run: &Run) -> Option<Bar> {
-        let Detail::Fetch { fetch_size } = run.detail else { return None };
-        (u64::from(fetch_size) < self.min_rows)
-            .then_some(Bar { min_executions: self.min_fetches, min_projected_cost_us: 0 })
-    }
-
-    fn clear(&mut self) {
-        self.open.clear();
-        self.last = None;
     }
 }

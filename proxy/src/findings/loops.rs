@@ -208,8 +208,53 @@ impl Detector for Loops {
         &[Kind::NPlusOne, Kind::RepeatedWrite]
     }
 
+    /// Inline, as most commands are neither data nor a boundary: those leave here, without the call into [`Loops::follow`].
+    #[inline]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
+        if !matches!(ctx.role, Role::Boundary | Role::Data) {
+            return;
+        }
+        self.follow(r, ctx, ended);
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.runs.get(&k)).map(|r| &r.run)
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let scope = PatternScope::Connection(conn_id);
+        let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
+        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|r| r.run));
+        self.positions.remove(&scope);
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.runs.values().map(|r| r.run.clone()));
+    }
+
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let t = self.thresholds(run.kind);
+        let Detail::Loop { distinct } = run.detail else { return None };
+        if distinct < t.min_repeats {
+            return None;
+        }
+        let min_executions = if run.parent.is_some() { t.min_repeats } else { t.min_repeats_without_parent };
+        Some(Bar { min_executions, min_projected_cost_us: t.min_projected_cost_us })
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.positions.clear();
+        self.last = None;
+    }
+}
+
+impl Loops {
+    /// What [`Detector::command`] does with a command that may be this detector's.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         let scope = ctx.scope;
         let (statement, boundaries) = match ctx.role {
             Role::Boundary => {
@@ -284,37 +329,5 @@ impl Detector for Loops {
         }
         run.run.detail = Detail::Loop { distinct: run.distinct };
         self.last = Some(key);
-    }
-
-    fn last_extended(&self) -> Option<&Run> {
-        self.last.and_then(|k| self.runs.get(&k)).map(|r| &r.run)
-    }
-
-    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
-        let scope = PatternScope::Connection(conn_id);
-        let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
-        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|r| r.run));
-        self.positions.remove(&scope);
-        self.last = None;
-    }
-
-    fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.runs.values().map(|r| r.run.clone()));
-    }
-
-    fn bar(&self, run: &Run) -> Option<Bar> {
-        let t = self.thresholds(run.kind);
-        let Detail::Loop { distinct } = run.detail else { return None };
-        if distinct < t.min_repeats {
-            return None;
-        }
-        let min_executions = if run.parent.is_some() { t.min_repeats } else { t.min_repeats_without_parent };
-        Some(Bar { min_executions, min_projected_cost_us: t.min_projected_cost_us })
-    }
-
-    fn clear(&mut self) {
-        self.runs.clear();
-        self.positions.clear();
-        self.last = None;
     }
 }

@@ -40,8 +40,45 @@ impl Detector for Pages {
         &[Kind::PaginationLoop]
     }
 
+    /// Inline, as most commands page nothing: those leave here, without the call into [`Pages::follow`].
+    #[inline]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
+        if r.paging.is_none() {
+            return;
+        }
+        self.follow(r, ctx, ended);
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.and_then(|k| self.runs.get(&k)).map(|p| &p.run)
+    }
+
+    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        let scope = PatternScope::Connection(conn_id);
+        let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
+        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|p| p.run));
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        out.extend(self.runs.values().map(|p| p.run.clone()));
+    }
+
+    fn bar(&self, _run: &Run) -> Option<Bar> {
+        Some(Bar { min_executions: self.min_pages, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.last = None;
+    }
+}
+
+impl Pages {
+    /// What [`Detector::command`] does with a command that may be this detector's.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         let Some(limit) = r.paging else { return };
         if r.error.is_some() || limit.count == 0 {
             return;
@@ -70,29 +107,5 @@ impl Detector for Pages {
         p.rescanned = p.rescanned.saturating_add(limit.offset);
         p.run.detail = Detail::Pages { page_size: p.page_size, rescanned: p.rescanned };
         self.last = Some(key);
-    }
-
-    fn last_extended(&self) -> Option<&Run> {
-        self.last.and_then(|k| self.runs.get(&k)).map(|p| &p.run)
-    }
-
-    fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
-        let scope = PatternScope::Connection(conn_id);
-        let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
-        ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|p| p.run));
-        self.last = None;
-    }
-
-    fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.runs.values().map(|p| p.run.clone()));
-    }
-
-    fn bar(&self, _run: &Run) -> Option<Bar> {
-        Some(Bar { min_executions: self.min_pages, min_projected_cost_us: 0 })
-    }
-
-    fn clear(&mut self) {
-        self.runs.clear();
-        self.last = None;
     }
 }
