@@ -103,30 +103,15 @@ impl Detector for Compression {
         &[Kind::Compression]
     }
 
+    /// Inline, as most commands carry no measured sample and, until one has, no statement
+    /// is followed: those leave here, without the call into [`Compression::follow`].
+    #[inline]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, _ended: &mut Vec<Run>) {
         self.last = None;
-        let key: Key = (r.fingerprint, ctx.app);
-        let sample = match &r.payload_sample {
-            Some(PayloadSample::Measured(m)) => Some(*m),
-            _ => None,
-        };
-        if sample.is_none() && !self.statements.contains_key(&key) {
+        if r.payload_sample.is_none() && self.statements.is_empty() {
             return;
         }
-        if !self.statements.contains_key(&key) && self.statements.len() >= MAX_STATEMENTS {
-            return;
-        }
-        let st = self.statements.entry(key).or_insert_with(|| Statement {
-            run: Run::new(Kind::Compression, ctx, r, Detail::Compression(Compressibility::default())),
-            compressed_hop: false,
-        });
-        st.run.add(r, ctx);
-        // Wire bytes apart from packet bytes: the long hop was compressed for this command.
-        st.compressed_hop |= r.wire_down.is_some();
-        if let (Some(m), Detail::Compression(c)) = (sample, &mut st.run.detail) {
-            c.add(&m);
-        }
-        self.last = Some(key);
+        self.follow(r, ctx);
     }
 
     fn last_extended(&self) -> Option<&Run> {
@@ -155,6 +140,35 @@ impl Detector for Compression {
     fn clear(&mut self) {
         self.statements.clear();
         self.last = None;
+    }
+}
+
+impl Compression {
+    /// What [`Detector::command`] does with a command that may be this detector's.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context) {
+        let key: Key = (r.fingerprint, ctx.app);
+        let sample = match &r.payload_sample {
+            Some(PayloadSample::Measured(m)) => Some(*m),
+            _ => None,
+        };
+        if sample.is_none() && !self.statements.contains_key(&key) {
+            return;
+        }
+        if !self.statements.contains_key(&key) && self.statements.len() >= MAX_STATEMENTS {
+            return;
+        }
+        let st = self.statements.entry(key).or_insert_with(|| Statement {
+            run: Run::new(Kind::Compression, ctx, r, Detail::Compression(Compressibility::default())),
+            compressed_hop: false,
+        });
+        st.run.add(r, ctx);
+        // Wire bytes apart from packet bytes: the long hop was compressed for this command.
+        st.compressed_hop |= r.wire_down.is_some();
+        if let (Some(m), Detail::Compression(c)) = (sample, &mut st.run.detail) {
+            c.add(&m);
+        }
+        self.last = Some(key);
     }
 }
 
