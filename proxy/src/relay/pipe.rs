@@ -19,6 +19,7 @@ use super::leg::Leg;
 use super::wake_flag::WakeFlag;
 use crate::inject::{DelayLine, OneWayModel, timer};
 use crate::protocol::{PacketScanner, Peer};
+use crate::record::{micros, now_us};
 
 pub(super) struct HalfPipe {
     buf: Vec<u8>,
@@ -120,11 +121,11 @@ fn resident(size: usize) -> Vec<u8> {
 }
 
 /// Bytes just read: where they are in the buffer, when they arrived, and when they go
-/// on (later only on an emulated link).
+/// on (later only on an emulated link), µs on the recording's clock ([`micros`]).
 pub(super) struct Fresh {
     pub range: std::ops::Range<usize>,
-    pub arrived: Instant,
-    pub released: Instant,
+    pub arrived_us: u64,
+    pub released_us: u64,
 }
 
 impl HalfPipe {
@@ -234,8 +235,8 @@ impl HalfPipe {
         }
         self.buf[..bytes.len()].copy_from_slice(bytes);
         (self.start, self.end) = (0, bytes.len());
-        let now = Instant::now();
-        Some(Fresh { range: 0..bytes.len(), arrived: now, released: now })
+        let now = now_us();
+        Some(Fresh { range: 0..bytes.len(), arrived_us: now, released_us: now })
     }
 
     /// The task was woken: the read is polled again if it was armed and is what woke it
@@ -303,10 +304,14 @@ impl HalfPipe {
             // End of stream, nothing before it.
             return Ok(None);
         }
-        let arrived = Instant::now();
-        let released = match &mut self.line {
-            Some(line) => Instant::from_std(line.schedule(arrived.into_std(), self.end - start)),
+        let (arrived_us, released_us) = match &mut self.line {
+            Some(line) => {
+                let arrived = std::time::Instant::now();
+                let released = line.schedule(arrived, self.end - start);
+                (micros(Instant::from_std(arrived)), micros(Instant::from_std(released)))
+            }
             None => {
+                let arrived_us = now_us();
                 loop {
                     if self.read_closed || self.end == self.buf.len() {
                         break;
@@ -322,10 +327,10 @@ impl HalfPipe {
                 }
                 // Armed, or closed: nothing more to read on this side until woken.
                 *moved = !(self.read_armed || self.read_closed);
-                arrived
+                (arrived_us, arrived_us)
             }
         };
-        Ok(Some(Fresh { range: start..self.end, arrived, released }))
+        Ok(Some(Fresh { range: start..self.end, arrived_us, released_us }))
     }
 
     /// Whether this side could read and its waker is not registered: the pump must turn

@@ -31,7 +31,7 @@ use super::timers;
 use crate::inject::InjectBinding;
 use crate::link::Probe;
 use crate::protocol::{Direction, PacketScanner, Peer, Session};
-use crate::record::{Recorder, Tap, micros};
+use crate::record::{Recorder, Tap, micros, now_us};
 
 /// What watches a connection, told in this order: the live view's
 /// bookkeeping, the link probe (which also reads the sockets) and, when
@@ -107,8 +107,8 @@ pub(super) async fn pump(
     // `last_activity` (reads) and, for bytes that had to wait, the pipes' late-write
     // times; the timer is reset when it fires, never on the forwarding path.
     let mut timeouts = Timeouts::new(settings);
-    let mut last_activity = Instant::now();
-    let mut timer = timers::FlaggedTimer::new(timeouts.first(last_activity));
+    let mut last_activity_us = now_us();
+    let mut timer = timers::FlaggedTimer::new(timeouts.first(Instant::now()));
 
     let mut held_off = false;
     // The client's half-close, passed on to the server.
@@ -181,9 +181,8 @@ pub(super) async fn pump(
             // A statement answered here never crosses the emulated link.
             let local = answer.is_some();
             let see = |pipe: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers| {
-                let released = if local { fresh.arrived } else { fresh.released };
-                let (arrived_us, released_us) = stamps(fresh.arrived, released);
-                tap.arrived(Direction::ToUpstream, arrived_us, released_us, fresh.range.len());
+                let released_us = if local { fresh.arrived_us } else { fresh.released_us };
+                tap.arrived(Direction::ToUpstream, fresh.arrived_us, released_us, fresh.range.len());
                 pipe.scan(fresh, |scanner, bytes| scanner.scan(bytes, &mut session.client(tap)));
             };
             if marks && let Some(fresh) = &fresh {
@@ -202,7 +201,7 @@ pub(super) async fn pump(
             }
             progress |= to_upstream.poll_send(cx, (upstream, Peer::Upstream))?;
             if let Some(fresh) = &fresh {
-                last_activity = fresh.arrived;
+                last_activity_us = fresh.arrived_us;
                 if !marks {
                     see(&mut to_upstream, fresh, session, tap);
                 }
@@ -213,7 +212,7 @@ pub(super) async fn pump(
                 // if the server had sent it, at no round trip upstream.
                 withheld += answer.withheld as u64;
                 session.answered_locally();
-                let now = micros(Instant::now());
+                let now = now_us();
                 tap.arrived(Direction::ToClient, now, now, answer.bytes.len());
                 PacketScanner::new().scan(&answer.bytes, &mut session.upstream(tap));
                 // The reading a finished response asks for, so its record goes out now.
@@ -290,7 +289,7 @@ pub(super) async fn pump(
                 progress |= to_client.poll_send(cx, (client, Peer::Client))?;
             }
             if let Some(fresh) = fresh {
-                last_activity = fresh.arrived;
+                last_activity_us = fresh.arrived_us;
                 if !renumber {
                     see_upstream(&mut to_client, &fresh, session, tap, false);
                 }
@@ -331,7 +330,7 @@ pub(super) async fn pump(
 
             if std::mem::take(&mut poll_timer) && timer.poll_expired(cx).is_ready() {
                 let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
-                match timeouts.check(Instant::now(), &mut last_activity, late_write, tap.0.busy_since_us()) {
+                match timeouts.check(Instant::now(), &mut last_activity_us, late_write, tap.0.busy_since_us()) {
                     Ok(next) => timer.reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
@@ -356,8 +355,7 @@ pub(super) async fn pump(
 /// Lets the observers see bytes read from the server; with `renumber`, rewriting their
 /// sequence ids (before they are written).
 fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers, renumber: bool) {
-    let (arrived_us, released_us) = stamps(fresh.arrived, fresh.released);
-    tap.arrived(Direction::ToClient, arrived_us, released_us, fresh.range.len());
+    tap.arrived(Direction::ToClient, fresh.arrived_us, fresh.released_us, fresh.range.len());
     let boundary = if renumber {
         to_client.scan_mut(fresh, |scanner, bytes| {
             scanner.scan_mut(bytes, &mut session.upstream(tap));
@@ -372,14 +370,6 @@ fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, 
         })
     };
     session.upstream_at_boundary(boundary);
-}
-
-/// A chunk's arrival and release as the observers take them, µs ([`micros`]): read once per
-/// chunk, here, rather than by each observer; usually the same instant, then read once.
-fn stamps(arrived: Instant, released: Instant) -> (u64, u64) {
-    let arrived_us = micros(arrived);
-    let released_us = if released == arrived { arrived_us } else { micros(released) };
-    (arrived_us, released_us)
 }
 
 /// A statement rttscope answers itself: how many client bytes it took, and the answer.
@@ -428,7 +418,7 @@ impl Timeouts {
         now + self.idle.unwrap_or(NEVER).min(self.query.unwrap_or(NEVER))
     }
 
-    /// At `now`, with the last read at `last_activity`, the last write of bytes that had
+    /// At `now`, with the last read at `last_activity_us`, the last write of bytes that had
     /// waited at `late_write` and a command in flight since `busy_since_us` (if any): how
     /// the connection ends, or when to look again. Activity is timed when it happens, not
     /// when the timer next looks, so an idle connection closes one timeout after its last
@@ -436,19 +426,20 @@ impl Timeouts {
     fn check(
         &mut self,
         now: Instant,
-        last_activity: &mut Instant,
+        last_activity_us: &mut u64,
         late_write: Option<Instant>,
         busy_since_us: Option<u64>,
     ) -> Result<Instant, Ended> {
+        let now_us = micros(now);
         if let Some(written) = late_write {
-            *last_activity = (*last_activity).max(written);
+            *last_activity_us = (*last_activity_us).max(micros(written));
         }
         let mut next = now + NEVER;
         if let Some(since) = busy_since_us {
             // A command in flight is never idle.
-            *last_activity = now;
+            *last_activity_us = now_us;
             if let Some(query) = self.query {
-                let waited = Duration::from_micros(micros(now).saturating_sub(since));
+                let waited = Duration::from_micros(now_us.saturating_sub(since));
                 if waited >= query {
                     return Err(Ended::QueryTimeout);
                 }
@@ -459,11 +450,12 @@ impl Timeouts {
             next = next.min(now + query);
         }
         if let Some(idle) = self.idle {
-            let deadline = *last_activity + idle;
-            if busy_since_us.is_none() && now >= deadline {
+            let deadline_us = last_activity_us.saturating_add(u64::try_from(idle.as_micros()).unwrap_or(u64::MAX));
+            if busy_since_us.is_none() && now_us >= deadline_us {
                 return Err(Ended::IdleTimeout);
             }
-            next = next.min(deadline.max(now + Duration::from_millis(1)));
+            next =
+                next.min(now + Duration::from_micros(deadline_us.saturating_sub(now_us)).max(Duration::from_millis(1)));
         }
         Ok(next)
     }

@@ -16,6 +16,7 @@ use crate::live::LiveConnection;
 use crate::protocol::constants::capability::{CLIENT_DEPRECATE_EOF, CLIENT_PROTOCOL_41};
 use crate::protocol::test_util::{column_def, ok, ok_eof, packet, query, text_row};
 use crate::protocol::{Identity, Session};
+use crate::record::micros;
 use crate::relay::activity::Activity;
 use crate::relay::drain::Drain;
 use crate::relay::leg::{Leg, Transport};
@@ -231,11 +232,11 @@ async fn a_late_write_is_activity_at_its_own_time() {
     let read = Instant::now();
     let check = read + Duration::from_secs(30);
     // Bytes a slow reader took 20 s after they were read: idle from then, not from the read.
-    let mut last_activity = read;
+    let mut last_activity = micros(read);
     let written = read + Duration::from_secs(20);
     assert_eq!(timeouts.check(check, &mut last_activity, Some(written), None), Ok(written + Duration::from_secs(30)));
     // Nothing since the read: idle.
-    let mut last_activity = read;
+    let mut last_activity = micros(read);
     assert_eq!(timeouts.check(check, &mut last_activity, None, None), Err(Ended::IdleTimeout));
 }
 
