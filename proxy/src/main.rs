@@ -229,26 +229,34 @@ fn word(value: &impl serde::Serialize) -> String {
 /// Completes on SIGINT or SIGTERM; a second one stops the process at once. The handlers are
 /// installed when this is called, not when the future is first polled: called before the
 /// listeners bind, a SIGTERM as soon as rttscope accepts connections is a graceful stop,
-/// never the default action's kill.
+/// never the default action's kill. The signals are waited for on a thread of their own
+/// (signal-hook), not by tokio's signal driver, which every runtime would look at on every
+/// park, the connection threads' included.
 fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let signals = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()));
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let (first, got) = tokio::sync::oneshot::channel();
+    let waiting = signal_hook::iterator::Signals::new([SIGTERM, SIGINT]).and_then(|mut signals| {
+        std::thread::Builder::new().name("rttscope-signals".to_owned()).spawn(move || {
+            let mut signals = signals.forever();
+            if let Some(signal) = signals.next() {
+                let name = if signal == SIGTERM { "SIGTERM" } else { "SIGINT" };
+                tracing::info!("{name}: shutting down (a second signal stops at once)");
+                let _ = first.send(());
+            }
+            if signals.next().is_some() {
+                tracing::warn!("second signal: stopping at once, cutting off what is in flight");
+                std::process::exit(1);
+            }
+        })
+    });
     async move {
-        let (Ok(mut term), Ok(mut int)) = signals else {
+        if waiting.is_err() {
             tracing::warn!("cannot install signal handlers; stop rttscope with SIGKILL");
             return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM: shutting down (a second signal stops at once)"),
-            _ = int.recv() => tracing::info!("SIGINT: shutting down (a second signal stops at once)"),
         }
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            tracing::warn!("second signal: stopping at once, cutting off what is in flight");
-            std::process::exit(1);
-        });
+        if got.await.is_err() {
+            // The thread ended without a signal (it cannot, short of a panic): run on.
+            std::future::pending::<()>().await;
+        }
     }
 }

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
             },
             // Dropping the run future kills the proxies; returning runs the exit hooks that
             // stop a private MariaDB.
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupted() => {
                 eprintln!("rttscope-bench: interrupted");
                 ExitCode::from(130)
             }
@@ -57,5 +57,21 @@ fn raw_pipe(listen: std::net::SocketAddr, upstream: std::net::SocketAddr) -> Exi
             eprintln!("rttscope-bench raw pipe: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C), waited for on a thread (signal-hook: tokio's signal feature
+/// is off in this workspace, see its Cargo.toml).
+async fn interrupted() {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let waiting = signal_hook::iterator::Signals::new([signal_hook::consts::SIGINT]).and_then(|mut signals| {
+        std::thread::Builder::new().name("bench-signals".to_owned()).spawn(move || {
+            if signals.forever().next().is_some() {
+                let _ = tx.send(());
+            }
+        })
+    });
+    if waiting.is_err() || rx.await.is_err() {
+        std::future::pending::<()>().await;
     }
 }
