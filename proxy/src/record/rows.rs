@@ -27,6 +27,11 @@ pub struct RowSample {
     result_sets: u32,
     rows: usize,
     pub hashes: Vec<u64>,
+    /// The first row of a text result, its bytes kept rather than its values hashed: only
+    /// a result of two rows or more can be a loop's parent, and most results are one row
+    /// (a loop's children among them). A second row, or a second result set, hashes it.
+    first_text_row: Vec<u8>,
+    first_pending: bool,
 }
 
 impl RowSample {
@@ -35,6 +40,8 @@ impl RowSample {
         self.result_sets += 1;
         if self.result_sets == 1 {
             self.columns.clear();
+        } else {
+            self.hash_first_row();
         }
     }
 
@@ -57,6 +64,27 @@ impl RowSample {
             return;
         }
         self.rows += 1;
+        if self.rows == 1 && !binary {
+            self.first_text_row.clear();
+            self.first_text_row.extend_from_slice(prefix);
+            self.first_pending = true;
+            return;
+        }
+        self.hash_first_row();
+        self.sample(prefix, binary, known_columns);
+    }
+
+    /// Hashes the first row's values, if they wait.
+    fn hash_first_row(&mut self) {
+        if std::mem::take(&mut self.first_pending) {
+            let row = std::mem::take(&mut self.first_text_row);
+            self.sample(&row, false, &[]);
+            self.first_text_row = row;
+        }
+    }
+
+    /// Hashes the leading values of one row into the sample.
+    fn sample(&mut self, prefix: &[u8], binary: bool, known_columns: &[(u8, bool)]) {
         let hashes = &mut self.hashes;
         let mut keep = |p: Param<'_>| {
             if let Some(v) = p.canonical().filter(|v| v.len() <= SAMPLE_MAX_VALUE) {
@@ -79,7 +107,53 @@ impl RowSample {
         let prepared = std::mem::take(&mut self.prepared);
         self.hashes.clear();
         self.columns.clear();
+        self.first_pending = false;
         (self.result_sets, self.rows) = (0, 0);
         prepared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hashes sampling gives a text row of one value, `value`.
+    fn hashed(value: &[u8]) -> Vec<u64> {
+        let mut out = Vec::new();
+        text_row(&[&[value.len() as u8], value].concat(), SAMPLE_COLUMNS, &mut |p: Param<'_>| {
+            out.extend(p.canonical().map(hash_value));
+        });
+        out
+    }
+
+    fn row(s: &mut RowSample, value: &[u8]) {
+        s.row(&[&[value.len() as u8], value].concat(), false, &[]);
+    }
+
+    #[test]
+    fn a_first_row_is_hashed_once_the_result_can_be_a_parent() {
+        let mut s = RowSample::default();
+        s.result_set();
+        row(&mut s, b"7");
+        assert!(s.hashes.is_empty(), "one row: nothing hashed yet");
+        row(&mut s, b"8");
+        assert_eq!(s.hashes, [hashed(b"7"), hashed(b"8")].concat(), "in order, the first included");
+        s.finish();
+
+        // One row, then another result set: the row is sampled as it always was.
+        s.result_set();
+        row(&mut s, b"7");
+        s.result_set();
+        assert_eq!(s.hashes, hashed(b"7"));
+        s.finish();
+
+        // A single-row result leaves nothing behind for the next one.
+        s.result_set();
+        row(&mut s, b"9");
+        s.finish();
+        s.result_set();
+        row(&mut s, b"7");
+        row(&mut s, b"8");
+        assert_eq!(s.hashes, [hashed(b"7"), hashed(b"8")].concat());
     }
 }
