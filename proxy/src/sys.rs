@@ -273,7 +273,7 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 
 /// `CLOCK_MONOTONIC` in ns: the clock of `std::time::Instant`, as a plain number (through
 /// the vDSO, no system call).
-#[inline]
+#[inline(always)]
 pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: one timespec we own, written by the call; CLOCK_MONOTONIC always exists on Linux.

@@ -92,7 +92,7 @@ pub fn micros(at: Instant) -> u64 {
 /// too, in µs, without an `Instant` to take the epoch from (a subtraction of two `timespec`s
 /// alone is some 30 instructions). Every chunk read is stamped with it. The two agree to
 /// within a microsecond. Unit tests read tokio's clock instead, which they may pause.
-#[inline]
+#[inline(always)]
 pub fn now_us() -> u64 {
     if cfg!(test) {
         return micros(Instant::now());
@@ -101,7 +101,7 @@ pub fn now_us() -> u64 {
 }
 
 /// [`now_us`] from the monotonic clock.
-#[inline]
+#[inline(always)]
 fn clock_us() -> u64 {
     crate::sys::monotonic_ns().saturating_sub(epoch().1) / 1_000
 }

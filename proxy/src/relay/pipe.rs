@@ -341,7 +341,9 @@ impl HalfPipe {
     }
 
     /// One read into the free space: false when nothing was there (the waker is then
-    /// registered); end of stream sets `read_closed`.
+    /// registered); end of stream sets `read_closed`. Inlined into both of `fill`'s reads:
+    /// as a call, its register saves and restores cost some 36 instructions a round trip.
+    #[inline(always)]
     fn read_once(&mut self, cx: &mut Context<'_>, from: &mut Leg) -> io::Result<bool> {
         let mut rb = ReadBuf::new(&mut self.buf[self.end..]);
         let polled = match &self.read_flag {
