@@ -12,9 +12,9 @@ use crate::socket::LossCounters;
 pub struct RetransmissionWatch {
     /// A finished record waiting for the reading after its response's end.
     pending: Option<Box<CommandRecord>>,
-    /// The counters at the previous response's end: where the pending command's window began.
+    /// The counters at the last reading: where the pending command's window began. `None`
+    /// until the first reading (none come from a Unix-socket upstream).
     baseline: Option<LossCounters>,
-    latest: Option<LossCounters>,
 }
 
 impl RetransmissionWatch {
@@ -22,7 +22,7 @@ impl RetransmissionWatch {
     /// upstream), else handed back at once. Returns what is to be sent now: it, or the
     /// record held before it (pipelined commands finishing in one read).
     pub fn finished(&mut self, record: Box<CommandRecord>) -> Option<Box<CommandRecord>> {
-        if self.latest.is_none() {
+        if self.baseline.is_none() {
             return Some(record);
         }
         let earlier = self.flush();
@@ -30,23 +30,21 @@ impl RetransmissionWatch {
         earlier
     }
 
-    /// A reading of the counters: settles the pending record, if any.
+    /// A reading of the counters: settles the pending record, if any, by whether they
+    /// moved since the reading before; the window of the next starts here.
     pub fn counters(&mut self, counters: &LossCounters) -> Option<Box<CommandRecord>> {
-        self.latest = Some(*counters);
-        if self.baseline.is_none() {
-            self.baseline = Some(*counters);
+        let baseline = self.baseline.replace(*counters);
+        let mut record = self.pending.take()?;
+        if let Some(baseline) = baseline {
+            record.retransmission_wait = counters.retransmission_moved(&baseline);
         }
-        self.flush()
+        Some(record)
     }
 
-    /// Settles the pending record with the latest reading (something else happened first).
+    /// Settles the pending record without a new reading (something else happened first):
+    /// nothing moved in its window that a reading saw.
     pub fn flush(&mut self) -> Option<Box<CommandRecord>> {
-        let mut record = self.pending.take()?;
-        if let (Some(latest), Some(baseline)) = (self.latest, self.baseline) {
-            record.retransmission_wait = latest.retransmission_moved(&baseline);
-        }
-        self.baseline = self.latest;
-        Some(record)
+        self.pending.take()
     }
 }
 
