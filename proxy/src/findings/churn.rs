@@ -41,11 +41,12 @@ impl App {
         Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us }
     }
 
-    /// The run as it stands: a command that is not a setup adds only to `recorded_us`,
-    /// and the run's detail catches up here, when the run is read, not on every command.
-    fn run_now(&self) -> Option<Run> {
+    /// The run as it stands, with `unsettled_us` more command time: a command that is not
+    /// a setup adds only to `recorded_us`, and the run's detail catches up here, when the
+    /// run is read, not on every command.
+    fn run_now(&self, unsettled_us: u64) -> Option<Run> {
         let mut run = self.run.clone()?;
-        run.detail = self.detail();
+        run.detail = Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us + unsettled_us };
         Some(run)
     }
 }
@@ -56,6 +57,10 @@ pub struct ConnectionChurn {
     min_share: f64,
     apps: HashMap<AppId, App>,
     last: Option<AppId>,
+    /// Command time of one application not yet added to its entry: consecutive commands
+    /// of one application (most of a collector's batch, often all) add here, without a
+    /// look-up of `apps` each. Settled before anything changes `apps`.
+    unsettled: Option<(AppId, u64)>,
 }
 
 impl ConnectionChurn {
@@ -66,13 +71,24 @@ impl ConnectionChurn {
             min_share: c.min_share.fraction(),
             apps: HashMap::default(),
             last: None,
+            unsettled: None,
+        }
+    }
+
+    /// Adds the unsettled command time to its application, if it is followed (time of
+    /// one whose connections opened before the recording began says nothing about churn).
+    fn settle(&mut self) {
+        if let Some((key, us)) = self.unsettled.take()
+            && let Some(app) = self.apps.get_mut(&key)
+        {
+            app.recorded_us += us;
         }
     }
 
     fn forget_least_recent(&mut self, ended: &mut Vec<Run>) {
         let oldest = self.apps.iter().min_by_key(|(_, a)| a.last_connect_us).map(|(k, _)| *k);
         if let Some(app) = oldest.and_then(|k| self.apps.remove(&k)) {
-            ended.extend(app.run_now());
+            ended.extend(app.run_now(0));
         }
     }
 }
@@ -87,14 +103,19 @@ impl Detector for ConnectionChurn {
         let key = ctx.app;
         let setup = r.command == CONNECT;
         if !setup {
-            // Any other command only adds its time, to an application already followed: one
-            // look-up. (One whose connections opened before the recording began says nothing
-            // about churn until it connects again.)
-            if let Some(app) = self.apps.get_mut(&key) {
-                app.recorded_us += r.latency_us();
+            // Any other command only adds its time, to an application already followed
+            // (see `settle`).
+            let latency = r.latency_us();
+            match &mut self.unsettled {
+                Some((app, us)) if *app == key => *us += latency,
+                _ => {
+                    self.settle();
+                    self.unsettled = Some((key, latency));
+                }
             }
             return;
         }
+        self.settle();
         if !self.apps.contains_key(&key) {
             // Commands of an application whose connections opened before the recording
             // began say nothing about churn until it connects again.
@@ -136,7 +157,8 @@ impl Detector for ConnectionChurn {
     }
 
     fn in_progress(&self, out: &mut Vec<Run>) {
-        out.extend(self.apps.values().filter_map(App::run_now));
+        let unsettled = |key: &AppId| self.unsettled.filter(|(app, _)| app == key).map_or(0, |(_, us)| us);
+        out.extend(self.apps.iter().filter_map(|(key, app)| app.run_now(unsettled(key))));
     }
 
     fn bar(&self, run: &Run) -> Option<Bar> {
@@ -148,6 +170,7 @@ impl Detector for ConnectionChurn {
     fn clear(&mut self) {
         self.apps.clear();
         self.last = None;
+        self.unsettled = None;
     }
 }
 

@@ -92,6 +92,30 @@ fn over_an_emulated_link_the_projection_leaves_out_what_the_link_added() {
     assert_eq!((check.projected_us, check.took_us), (30 * 16_000, 30 * 16_000));
 }
 
+/// Commands of two applications interleaved: each keeps its own time (the detector adds a
+/// run of one application's commands at once, when another's comes).
+#[test]
+fn interleaved_applications_each_keep_their_own_time() {
+    let mut s = Script::new();
+    for n in 1..=20 {
+        let (a, b) = (n, 100 + n);
+        s.connect(a, "app");
+        s.connect(b, "other");
+        s.login(a, 3_000, 3, 0);
+        s.login(b, 2_000, 3, 0);
+        s.query(a, "SELECT name FROM users WHERE id = 1", 1, None, 500, 100);
+        s.query(a, "SELECT name FROM users WHERE id = 2", 1, None, 500, 100);
+        s.query(b, "SELECT name FROM teams WHERE id = 1", 1, None, 250, 100);
+        s.close(a);
+        s.close(b);
+    }
+    let found = churn(&s);
+    let detail =
+        |user: &str| found.iter().find(|a| a.finding.application.starts_with(user)).map(|a| a.finding.detail.clone());
+    assert_eq!(detail("app@"), Some(Detail::Churn { setup_us: 20 * 3_000, recorded_us: 20 * 4_000 }));
+    assert_eq!(detail("other@"), Some(Detail::Churn { setup_us: 20 * 2_000, recorded_us: 20 * 2_250 }));
+}
+
 #[test]
 fn one_connection_for_many_queries_is_no_churn() {
     let mut s = Script::new();
