@@ -200,16 +200,26 @@ impl TcpInfo {
 /// `getsockopt(IPPROTO_TCP, TCP_INFO)`: one syscall, no allocation.
 pub fn tcp_info(socket: &impl AsRawFd) -> io::Result<TcpInfo> {
     let fd: RawFd = socket.as_raw_fd();
-    let mut raw = TcpInfoRaw::default();
-    let mut len = size_of::<TcpInfoRaw>() as libc::socklen_t;
-    // SAFETY: `raw` is a plain-data repr(C) struct we own, `len` is its size;
-    // the kernel writes at most `len` bytes into it and stores the count in
-    // `len`. `fd` is borrowed from a live socket for the duration of the call.
-    let rc = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, (&raw mut raw).cast(), &mut len) };
+    // Not zeroed first (some 250 bytes, at every response's end): the kernel fills what it
+    // knows, and only the rest is zeroed after.
+    let mut raw = std::mem::MaybeUninit::<TcpInfoRaw>::uninit();
+    let size = size_of::<TcpInfoRaw>();
+    let mut len = size as libc::socklen_t;
+    // SAFETY: `raw` is space for a plain-data repr(C) struct we own, `len` is its size;
+    // the kernel writes at most `len` bytes into it and stores the count in `len`. `fd` is
+    // borrowed from a live socket for the duration of the call.
+    let rc = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, raw.as_mut_ptr().cast(), &mut len) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(TcpInfo { raw, len: len as usize })
+    let filled = (len as usize).min(size);
+    // SAFETY: the kernel wrote the first `filled` bytes; the rest, zeroed here, is within
+    // the struct. Every field is an integer, for which any bytes are a value.
+    let raw = unsafe {
+        raw.as_mut_ptr().cast::<u8>().add(filled).write_bytes(0, size - filled);
+        raw.assume_init()
+    };
+    Ok(TcpInfo { raw, len: filled })
 }
 
 /// Segments the socket received and threw away (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`): on a

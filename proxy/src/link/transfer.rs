@@ -174,11 +174,24 @@ impl TransferTracker {
 
     /// Bytes from upstream arrived at `now_us`.
     pub fn read(&mut self, now_us: u64) {
+        let (idle_threshold, blocked) = (self.idle_threshold_us(), self.blocked_since.is_some());
+        let Some(t) = self.current.as_mut() else { return };
+        let gap = now_us.saturating_sub(t.last_read_us);
+        // Most reads follow the one before closely, or start the response: a gap shorter
+        // than the idle threshold (the shortest of the three) counts as nothing.
+        if gap < idle_threshold || blocked {
+            t.open_gap = None;
+            t.last_read_us = now_us;
+            return;
+        }
+        self.gap(now_us, gap);
+    }
+
+    /// A read after a gap of `gap` µs, at least the idle threshold, not held off by the client.
+    fn gap(&mut self, now_us: u64, gap: u64) {
         let (idle_threshold, stall_threshold, pause_threshold) =
             (self.idle_threshold_us(), self.stall_threshold_us(), self.pause_threshold_us());
         let blocked = self.blocked_since.is_some();
-        let Some(last_read_us) = self.current.map(|t| t.last_read_us) else { return };
-        let gap = now_us.saturating_sub(last_read_us);
         let timeout = !blocked && gap >= pause_threshold && self.lasted_a_timeout(gap);
         self.timeout_gaps = self.timeout_gaps.wrapping_add(u32::from(timeout));
         let Some(t) = self.current.as_mut() else { return };
