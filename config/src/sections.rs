@@ -213,8 +213,9 @@ pub struct RecordConfig {
     /// Distinct query fingerprints kept, by total time; the rest are folded into one entry
     /// named `other`. At least 10. Default `1000`.
     pub max_fingerprints: usize,
-    /// Capacity of the bounded event channel between the relay and the recorder. When it is
-    /// full, events are dropped and counted, never waited for. At least 1024. Default `65536`.
+    /// Capacity of the bounded event queue between the relay and the recorder. When it is
+    /// full, events are dropped and counted, never waited for. Allocated at start, 32 bytes
+    /// an event (2 MiB at the default). At least 1024. Default `65536`.
     pub event_queue: usize,
     /// SQL text captured per command for fingerprinting; longer statements are cut here.
     /// `1KiB` to `16MiB`. Default `64KiB`.

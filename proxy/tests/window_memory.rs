@@ -18,7 +18,7 @@ use std::time::Duration;
 use rttscope::fingerprint::{FingerprintId, StatementKind};
 use rttscope::live::Legs;
 use rttscope::protocol::constants::command::COM_QUERY;
-use rttscope::record::{Aggregates, CommandRecord, Event, Windows};
+use rttscope::record::{Aggregates, CommandRecord, Connected, Event, Windows};
 
 struct Counting;
 
@@ -56,14 +56,14 @@ fn a_past_window_slot_of_a_thousand_connections_is_small() {
         Legs { client_library: Some("libmariadb 3.3.8".into()), client_program: Some("app".into()), ..Legs::default() };
     for conn_id in 1..=CONNECTIONS {
         windows.apply(
-            &Event::Connected {
+            &Event::Connected(Box::new(Connected {
                 conn_id,
                 client: Arc::from(format!("10.0.0.1:{}", 40_000 + conn_id)),
                 legs: Box::new(legs.clone()),
                 user: Arc::from("app"),
                 schema: Some(Arc::from("shop")),
                 at_us: 0,
-            },
+            })),
             &mut settled,
         );
     }

@@ -22,7 +22,7 @@ pub struct Sources {
     /// Connection, login, protocol-error and desync counters, and the upstream's product for the
     /// OpenTelemetry families' `db.system.name`.
     pub relay: Arc<RelayStats>,
-    /// The event channel's drop counter: `rttscope_records_dropped_total`.
+    /// The event queue's drop counter: `rttscope_records_dropped_total`.
     pub dropped: Arc<AtomicU64>,
     /// Relay buffer memory and its budget: the `rttscope_buffer_*` gauges.
     pub buffers: Arc<BufferBudget>,

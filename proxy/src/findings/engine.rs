@@ -17,7 +17,7 @@ use super::pages::Pages;
 use super::run::{AppId, Context, Detector, Roles, Run};
 use super::whatif::{self, projections};
 use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
-use crate::record::{CommandRecord, Consumer, Event};
+use crate::record::{CommandRecord, Connected, Consumer, Event, IdentityChange};
 
 /// Most distinct findings kept; the cheapest go first.
 const MAX_FINDINGS: usize = 1000;
@@ -98,7 +98,8 @@ impl FindingsEngine {
                 self.command(r, &mut ended);
                 r.last_byte_us
             }
-            Event::Connected { conn_id, client, user, at_us, legs, .. } => {
+            Event::Connected(c) => {
+                let Connected { conn_id, client, user, at_us, legs, .. } = &**c;
                 if self.applications.len() < MAX_APPLICATIONS {
                     let driver = legs
                         .client_library
@@ -110,7 +111,8 @@ impl FindingsEngine {
                 }
                 *at_us
             }
-            Event::Identity { conn_id, user, .. } => {
+            Event::Identity(change) => {
+                let IdentityChange { conn_id, user, .. } = &**change;
                 if let Some((app, driver, id)) = self.applications.get_mut(conn_id) {
                     let host = app.rsplit_once('@').map_or("", |(_, h)| h).to_owned();
                     *app = Arc::from(format!("{user}@{host}"));

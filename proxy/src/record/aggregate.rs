@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::latency::Latency;
-use super::{CommandMetrics, CommandRecord, Compressibility, Event, PayloadSample};
+use super::{CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, PayloadSample};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::live::Legs;
 use crate::protocol::constants::command::*;
@@ -319,7 +319,8 @@ impl Aggregates {
     /// Folds one event in; a command of an unknown connection still counts in totals and its statement class.
     pub fn apply(&mut self, event: &Event) {
         match event {
-            Event::Connected { conn_id, client, legs, user, schema, at_us } => {
+            Event::Connected(c) => {
+                let Connected { conn_id, client, legs, user, schema, at_us } = &**c;
                 self.totals.connections += 1;
                 self.connections.insert(
                     *conn_id,
@@ -334,7 +335,8 @@ impl Aggregates {
                 );
             }
             Event::Command(r) => self.command(r, None),
-            Event::Identity { conn_id, user, schema } => {
+            Event::Identity(change) => {
+                let IdentityChange { conn_id, user, schema } = &**change;
                 if let Some(c) = self.connections.get_mut(conn_id) {
                     c.user = user.clone();
                     c.schema = schema.clone();

@@ -1,37 +1,35 @@
-//! Drains the event channel in batches, off the forwarding path, into the
+//! Drains the event queue in batches, off the forwarding path, into the
 //! recording and any further consumers (the findings detectors).
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
-
-use super::{Event, MeasureBudget, Recording, pool};
+use super::{Event, EventReceiver, MeasureBudget, Recording, pool};
 
 /// Something else that wants every event, in order (a detector). Gets
 /// them a batch at a time, so it can take its own lock once per batch.
 pub trait Consumer: Send {
-    /// Called once per batch drained from the channel, after the recording took it.
+    /// Called once per batch drained from the queue, after the recording took it.
     fn events(&mut self, batch: &[Event]);
 }
 
-/// The one task that drains the event channel; owns the consumers, shares the recording behind a mutex.
+/// The one task that drains the event queue; owns the consumers, shares the recording behind a mutex.
 pub struct Collector {
-    rx: mpsc::Receiver<Event>,
+    rx: EventReceiver,
     recording: Arc<Mutex<Recording>>,
     consumers: Vec<Box<dyn Consumer>>,
 }
 
-/// Events taken from the channel per lock of the recording.
+/// Events taken from the queue per lock of the recording.
 const BATCH: usize = 512;
 /// After a batch, the collector lets events gather this long before it
 /// looks again: one wake-up per interval instead of one per command (each
-/// wake-up is a context switch the relay's threads pay for). The channel
+/// wake-up is a context switch the relay's threads pay for). The queue
 /// is sized to hold far more than an interval's worth.
 const GATHER: std::time::Duration = std::time::Duration::from_millis(10);
 
 impl Collector {
     /// Applies events to `recording`, which reports and `/metrics` lock to read.
-    pub fn new(rx: mpsc::Receiver<Event>, recording: Arc<Mutex<Recording>>) -> Collector {
+    pub fn new(rx: EventReceiver, recording: Arc<Mutex<Recording>>) -> Collector {
         Collector { rx, recording, consumers: Vec::new() }
     }
 

@@ -2,9 +2,9 @@
 //!
 //! The relay's [`Recorder`] (one per connection, on the forwarding path)
 //! turns what the protocol state machine sees into compact [`Event`]s and
-//! hands them to a bounded channel with `try_send`: when the channel is
+//! hands them to a bounded queue, never waiting: when the queue is
 //! full the event is counted as dropped and forwarding goes on. The
-//! [`Collector`] drains the channel in batches, off the forwarding path, and
+//! [`Collector`] drains the queue in batches, off the forwarding path, and
 //! keeps the [`Aggregates`] that metrics and reports read.
 //!
 //! Files, in the order data flows through them:
@@ -17,8 +17,8 @@
 //!   `retransmits` (which commands waited for a retransmission) and
 //!   `compressibility` (slices of large results, measured by the collector);
 //! - `command`: the [`CommandRecord`] it emits; `event`: the [`Event`]s and
-//!   the bounded channel ([`EventSink`]) they travel on;
-//! - `collector`: drains the channel into `aggregate` ([`Aggregates`] per
+//!   the bounded queue ([`EventSink`]) they travel on;
+//! - `collector`: drains the queue into `aggregate` ([`Aggregates`] per
 //!   statement and connection, with `latency` histograms; `aggregate/merge` adds them
 //!   together) and any further [`Consumer`]s (the findings detectors, and `windows`, the
 //!   per-slot [`Windows`] behind `/report?window=`);
@@ -52,7 +52,7 @@ pub use aggregate::{Aggregates, ConnectionStats, OTHER_FINGERPRINT, QueryStats, 
 pub use collector::{Collector, Consumer};
 pub use command::{CommandRecord, Values};
 pub use compressibility::{Compressibility, MeasureBudget, PayloadSample, ResponseSampler};
-pub use event::{Event, EventSink};
+pub use event::{Connected, Event, EventReceiver, EventSink, IdentityChange};
 pub use latency::{Latency, LatencySummary};
 pub use metric_state::{BYTES_BUCKETS, BucketHistogram, CommandMetrics, SECONDS_BUCKETS};
 pub use origin::Origin;

@@ -14,7 +14,7 @@ use super::retransmits::RetransmissionWatch;
 use super::rows::RowSample;
 use super::statements::{LAST_PREPARED, Statement, Statements};
 use super::texts::Texts;
-use super::{CommandRecord, Event, EventSink, ResponseSampler, Tap, Values, micros};
+use super::{CommandRecord, Connected, Event, EventSink, IdentityChange, ResponseSampler, Tap, Values, micros};
 use crate::fingerprint::{FingerprintId, SqlMode, hash_value, limit_number, traceparent as traceparent_id};
 use crate::live::{Legs, LiveConnection, TlsInfo};
 use crate::protocol::binary::{execute_params, query_attributes};
@@ -376,11 +376,11 @@ impl Observer for Recorder {
     }
 
     fn identity(&mut self, identity: &Identity) {
-        self.sink.send(Event::Identity {
+        self.sink.send(Event::Identity(Box::new(IdentityChange {
             conn_id: self.conn_id,
             user: identity.user.clone(),
             schema: identity.schema.clone(),
-        });
+        })));
     }
 }
 
@@ -400,14 +400,14 @@ impl Tap for Recorder {
     fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
         self.setup_round_trips =
             SETUP_ROUND_TRIPS + legs.upstream_tls.as_ref().map_or(0, TlsInfo::handshake_round_trips);
-        self.sink.send(Event::Connected {
+        self.sink.send(Event::Connected(Box::new(Connected {
             conn_id: self.conn_id,
             client: Arc::from(client),
             legs: Box::new(legs.clone()),
             user: Arc::from(response.user.as_str()),
             schema: response.schema.as_deref().map(Arc::from),
             at_us: self.started_us.unwrap_or(self.now_us),
-        });
+        })));
     }
 
     fn wire(&mut self, direction: Direction, bytes: u64) {

@@ -100,19 +100,19 @@ mod tests {
     use super::*;
     use crate::fingerprint::{FingerprintId, StatementKind};
     use crate::protocol::constants::command::COM_QUERY;
-    use crate::record::CommandRecord;
+    use crate::record::{CommandRecord, Connected};
 
     const S: u64 = 1_000_000;
 
     fn connected(conn_id: u64, at_us: u64) -> Event {
-        Event::Connected {
+        Event::Connected(Box::new(Connected {
             conn_id,
             client: Arc::from("10.0.0.1:5000"),
             legs: Box::default(),
             user: Arc::from("app"),
             schema: None,
             at_us,
-        }
+        }))
     }
 
     fn query(conn_id: u64, fingerprint: u64, at_us: u64, latency_us: u64) -> Event {

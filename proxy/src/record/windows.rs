@@ -127,21 +127,22 @@ impl Windows {
             return;
         }
         let at = match event {
-            Event::Connected { at_us, .. } | Event::Closed { conn_id: _, at_us } => Some(*at_us),
+            Event::Connected(c) => Some(c.at_us),
+            Event::Closed { conn_id: _, at_us } => Some(*at_us),
             Event::Command(r) => Some(r.last_byte_us),
-            Event::Identity { .. } => None,
+            Event::Identity(_) => None,
         };
         let conn_id = match event {
-            Event::Connected { conn_id, .. } | Event::Closed { conn_id, .. } | Event::Identity { conn_id, .. } => {
-                *conn_id
-            }
+            Event::Connected(c) => c.conn_id,
+            Event::Identity(change) => change.conn_id,
+            Event::Closed { conn_id, .. } => *conn_id,
             Event::Command(r) => r.conn_id,
         };
-        if let Event::Identity { user, schema, .. } = event
+        if let Event::Identity(change) = event
             && let Some(c) = self.open.get_mut(&conn_id)
         {
-            c.user.clone_from(user);
-            c.schema.clone_from(schema);
+            c.user.clone_from(&change.user);
+            c.schema.clone_from(&change.schema);
         }
         if let Some(at) = at {
             self.make_slot_for(at, settled);
@@ -158,7 +159,7 @@ impl Windows {
         }
         slot.apply(event);
         match event {
-            Event::Connected { .. } => {
+            Event::Connected(_) => {
                 if let Some(c) = slot.connection(conn_id) {
                     self.open.insert(conn_id, c.clone());
                 }
@@ -237,6 +238,7 @@ mod tests {
     use crate::fingerprint::{FingerprintId, StatementKind};
     use crate::protocol::constants::command::COM_QUERY;
     use crate::record::CommandRecord;
+    use crate::record::Connected;
 
     const S: u64 = 1_000_000;
 
@@ -299,14 +301,14 @@ mod tests {
         let mut whole = Aggregates::new(10, 0);
         let mut state = 1u64;
         for conn_id in 1..=CONNECTIONS {
-            let connected = Event::Connected {
+            let connected = Event::Connected(Box::new(Connected {
                 conn_id,
                 client: Arc::from("10.0.0.1:5000"),
                 legs: Box::default(),
                 user: Arc::from("app"),
                 schema: None,
                 at_us: 0,
-            };
+            }));
             w.apply(&connected, &mut settled);
             whole.apply(&connected);
         }

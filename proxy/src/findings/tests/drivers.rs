@@ -15,7 +15,14 @@ impl Script {
             ..Legs::default()
         });
         let user = Arc::from("app");
-        self.engine.observe(&Event::Connected { conn_id: conn, client, legs, user, schema: None, at_us: self.now_us });
+        self.engine.observe(&Event::Connected(Box::new(Connected {
+            conn_id: conn,
+            client,
+            legs,
+            user,
+            schema: None,
+            at_us: self.now_us,
+        })));
     }
 
     /// A server-side cursor read `fetches` times, `size` rows a fetch.

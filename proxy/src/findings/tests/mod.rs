@@ -8,7 +8,7 @@ use rttscope_config::FindingsConfig;
 use super::*;
 use crate::fingerprint::{Fingerprinter, hash_value};
 use crate::protocol::constants::command::*;
-use crate::record::{CommandRecord, Event, Origin};
+use crate::record::{CommandRecord, Connected, Event, Origin};
 
 /// A clock and an engine to script commands on.
 struct Script {
@@ -47,7 +47,14 @@ impl Script {
         let client = Arc::from(SocketAddr::from(([10, 0, 0, 7], 40000 + conn as u16)).to_string());
         let user = Arc::from(user);
         let legs = Box::default();
-        self.engine.observe(&Event::Connected { conn_id: conn, client, legs, user, schema: None, at_us: self.now_us });
+        self.engine.observe(&Event::Connected(Box::new(Connected {
+            conn_id: conn,
+            client,
+            legs,
+            user,
+            schema: None,
+            at_us: self.now_us,
+        })));
     }
 
     fn close(&mut self, conn: u64) {

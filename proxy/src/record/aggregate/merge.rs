@@ -134,7 +134,7 @@ mod tests {
     use super::*;
     use crate::fingerprint::{FingerprintId, StatementKind};
     use crate::protocol::constants::command::COM_QUERY;
-    use crate::record::{CommandRecord, Event};
+    use crate::record::{CommandRecord, Connected, Event};
 
     fn query(conn: u64, fingerprint: u64, latency_us: u64) -> Event {
         let mut r = CommandRecord::new(conn, COM_QUERY, FingerprintId(fingerprint), Arc::from("select ?"), 1000);
@@ -149,14 +149,14 @@ mod tests {
     fn merged_slots_equal_one_aggregate_of_everything() {
         let (mut whole, mut first, mut second) =
             (Aggregates::new(10, 0), Aggregates::new(10, 0), Aggregates::new(10, 5));
-        let connected = Event::Connected {
+        let connected = Event::Connected(Box::new(Connected {
             conn_id: 1,
             client: Arc::from("c"),
             legs: Box::default(),
             user: Arc::from("u"),
             schema: None,
             at_us: 0,
-        };
+        }));
         whole.apply(&connected);
         first.apply(&connected);
         for (i, e) in [query(1, 7, 100), query(1, 8, 300), query(1, 7, 5_000)].iter().enumerate() {

@@ -51,14 +51,14 @@ fn distinct_statements_without_end_stay_bounded() {
 #[test]
 fn reset_keeps_open_connections() {
     let mut a = Aggregates::new(10, 0);
-    a.apply(&Event::Connected {
+    a.apply(&Event::Connected(Box::new(Connected {
         conn_id: 1,
         client: Arc::from("127.0.0.1:5000"),
         legs: Box::default(),
         user: Arc::from("app"),
         schema: None,
         at_us: 0,
-    });
+    })));
     a.apply(&Event::Command(Box::new(record(1, COM_QUERY, 10, 1))));
     a.reset(99);
     assert!(a.queries().is_empty());
@@ -76,14 +76,14 @@ fn the_emulated_time_of_a_command_is_within_its_own() {
     let mut quit = record(8, COM_QUIT, 0, 0);
     quit.injected_us = 7_500;
     let mut a = Aggregates::new(10, 0);
-    a.apply(&Event::Connected {
+    a.apply(&Event::Connected(Box::new(Connected {
         conn_id: 1,
         client: Arc::from("127.0.0.1:5000"),
         legs: Box::default(),
         user: Arc::from("u"),
         schema: None,
         at_us: 0,
-    });
+    })));
     a.apply(&Event::Command(Box::new(query)));
     a.apply(&Event::Command(Box::new(quit)));
     assert_eq!((a.totals.time_us, a.totals.injected_us), (15_300, 15_000));
