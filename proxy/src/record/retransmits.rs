@@ -81,4 +81,20 @@ mod tests {
         w.finished(record());
         assert!(!w.flush().expect("flushed").retransmission_wait);
     }
+
+    /// A response's end whose record went out before its reading (something else came
+    /// first) still ends a window: a loss before it is not the next command's.
+    #[test]
+    fn a_reading_with_nothing_pending_starts_the_next_window() {
+        let mut w = RetransmissionWatch::default();
+        let quiet = LossCounters { segments_in: 10, ..LossCounters::default() };
+        w.counters(&quiet);
+        w.finished(record());
+        assert!(w.flush().is_some_and(|r| !r.retransmission_wait), "settled before its reading");
+        // Its reading, after a loss during that response.
+        assert!(w.counters(&LossCounters { segments_in: 12, out_of_order: 1, ..quiet }).is_none());
+        w.finished(record());
+        let next = w.counters(&LossCounters { segments_in: 13, out_of_order: 1, ..quiet });
+        assert!(next.is_some_and(|r| !r.retransmission_wait), "the next command did not wait");
+    }
 }
