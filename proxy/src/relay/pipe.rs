@@ -306,9 +306,10 @@ impl HalfPipe {
         }
         let (arrived_us, released_us) = match &mut self.line {
             Some(line) => {
-                let arrived = std::time::Instant::now();
-                let released = line.schedule(arrived, self.end - start);
-                (micros(Instant::from_std(arrived)), micros(Instant::from_std(released)))
+                // The delay line schedules by `Instant` (tokio's, which tests may pause).
+                let arrived = Instant::now();
+                let released = line.schedule(arrived.into_std(), self.end - start);
+                (micros(arrived), micros(Instant::from_std(released)))
             }
             None => {
                 let arrived_us = now_us();
