@@ -8,21 +8,12 @@ impl Script {
     /// A connection whose attributes named `library` (`_client_name _client_version`) and
     /// `program` (`program_name`).
     pub(super) fn connect_as(&mut self, conn: u64, library: &str, program: Option<&str>) {
-        let client = Arc::from(SocketAddr::from(([10, 0, 0, 7], 40000 + conn as u16)).to_string());
-        let legs = Box::new(Legs {
+        let legs = Legs {
             client_library: Some(library.to_owned()),
             client_program: program.map(str::to_owned),
             ..Legs::default()
-        });
-        let user = Arc::from("app");
-        self.engine.observe(&Event::Connected(Box::new(Connected {
-            conn_id: conn,
-            client,
-            legs,
-            user,
-            schema: None,
-            at_us: self.now_us,
-        })));
+        };
+        self.connect_with(conn, "app", legs);
     }
 
     /// A server-side cursor read `fetches` times, `size` rows a fetch.

@@ -7,6 +7,7 @@ use rttscope_config::FindingsConfig;
 
 use super::*;
 use crate::fingerprint::{Fingerprinter, hash_value};
+use crate::live::Legs;
 use crate::protocol::constants::command::*;
 use crate::record::{CommandRecord, Connected, Event, Origin};
 
@@ -44,14 +45,17 @@ impl Script {
     }
 
     fn connect(&mut self, conn: u64, user: &str) {
+        self.connect_with(conn, user, Legs::default());
+    }
+
+    /// A login of `user` on `conn` from 10.0.0.7, its legs (and client library) `legs`.
+    fn connect_with(&mut self, conn: u64, user: &str, legs: Legs) {
         let client = Arc::from(SocketAddr::from(([10, 0, 0, 7], 40000 + conn as u16)).to_string());
-        let user = Arc::from(user);
-        let legs = Box::default();
         self.engine.observe(&Event::Connected(Box::new(Connected {
             conn_id: conn,
             client,
-            legs,
-            user,
+            legs: Box::new(legs),
+            user: Arc::from(user),
             schema: None,
             at_us: self.now_us,
         })));
