@@ -127,6 +127,22 @@ impl ListeningChild {
         self.log.lock().map(|l| String::from_utf8_lossy(&l).into_owned()).unwrap_or_default()
     }
 
+    /// The first line of the log that `wanted` accepts, waiting up to `within` for it: the
+    /// log is read from the process's stderr by a thread of its own, so a line the process
+    /// wrote just before something a test saw may not be in it yet.
+    pub fn log_line(&self, wanted: impl Fn(&str) -> bool, within: Duration) -> Option<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(line) = self.log().lines().find(|l| wanted(l)) {
+                return Some(line.to_owned());
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends a signal (e.g. `libc::SIGTERM`).
     pub fn signal(&self, signal: i32) -> io::Result<()> {
         let pid = libc::pid_t::try_from(self.child.id()).map_err(|_| io::Error::other("pid out of range"))?;

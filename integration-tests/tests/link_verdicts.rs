@@ -56,9 +56,11 @@ fn a_path_below_expectations_is_explained_and_the_host_checked_against_it() {
     assert!(summary.contains("× the 5.00 ms expected (link.expected_rtt)"), "{summary}");
     // At start-up the host was checked against the configured link; after the transfer, against
     // the measured one (a warning of its own, with the measured rate).
-    let log = rig.proxy.log();
-    let measured = log.lines().find(|l| l.contains("net.ipv4.tcp_wmem max is 262144") && l.contains("measured_bps"));
-    assert!(measured.is_some(), "no check against the measured path:\n{log}");
+    let measured = rig.proxy.log_line(
+        |l| l.contains("net.ipv4.tcp_wmem max is 262144") && l.contains("measured_bps"),
+        Duration::from_secs(5),
+    );
+    assert!(measured.is_some(), "no check against the measured path:\n{}", rig.proxy.log());
 }
 
 /// rttscope's live reading of its upstream socket's SO_RCVBUF.
