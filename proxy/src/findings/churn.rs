@@ -37,8 +37,9 @@ struct App {
 }
 
 impl App {
-    fn detail(&self) -> Detail {
-        Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us }
+    /// Its detail, with `unsettled_us` more command time than `recorded_us` holds yet.
+    fn detail(&self, unsettled_us: u64) -> Detail {
+        Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us + unsettled_us }
     }
 
     /// The run as it stands, with `unsettled_us` more command time: a command that is not
@@ -46,7 +47,7 @@ impl App {
     /// run is read, not on every command.
     fn run_now(&self, unsettled_us: u64) -> Option<Run> {
         let mut run = self.run.clone()?;
-        run.detail = Detail::Churn { setup_us: self.setup_us, recorded_us: self.recorded_us + unsettled_us };
+        run.detail = self.detail(unsettled_us);
         Some(run)
     }
 }
@@ -137,7 +138,7 @@ impl Detector for ConnectionChurn {
             });
             run.add(r, ctx);
         }
-        let detail = app.detail();
+        let detail = app.detail(0);
         if let Some(run) = app.run.as_mut() {
             run.detail = detail;
         }

@@ -189,10 +189,8 @@ impl TransferTracker {
 
     /// A read after a gap of `gap` µs, at least the idle threshold, not held off by the client.
     fn gap(&mut self, now_us: u64, gap: u64) {
-        let (idle_threshold, stall_threshold, pause_threshold) =
-            (self.idle_threshold_us(), self.stall_threshold_us(), self.pause_threshold_us());
-        let blocked = self.blocked_since.is_some();
-        let timeout = !blocked && gap >= pause_threshold && self.lasted_a_timeout(gap);
+        let (stall_threshold, pause_threshold) = (self.stall_threshold_us(), self.pause_threshold_us());
+        let timeout = gap >= pause_threshold && self.lasted_a_timeout(gap);
         self.timeout_gaps = self.timeout_gaps.wrapping_add(u32::from(timeout));
         let Some(t) = self.current.as_mut() else { return };
         t.open_gap = None;
@@ -200,7 +198,7 @@ impl TransferTracker {
             t.stalls += 1;
             t.rto_stalls += 1;
             t.stall_us += gap;
-        } else if !blocked && gap >= idle_threshold {
+        } else {
             let kind = if gap >= pause_threshold {
                 t.server_pause_us += gap;
                 t.server_pauses += 1;
