@@ -106,8 +106,8 @@ pub struct Config {
 /// Command-line flags that replace values from the file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Overrides {
-    /// `--listen ADDR`.
-    pub listen: Option<SocketAddr>,
+    /// `--listen ADDR`, repeatable: TCP or `unix:PATH`; empty keeps the file's.
+    pub listen: Vec<ListenAddr>,
     /// `--upstream HOST:PORT`.
     pub upstream: Option<UpstreamAddr>,
     /// `--admin ADDR`.
@@ -187,8 +187,8 @@ impl Config {
         if let Some(format) = log_format {
             self.log.format = format;
         }
-        if let Some(listen) = listen {
-            self.listen.address = vec![ListenAddr::Tcp(listen)];
+        if !listen.is_empty() {
+            self.listen.address = listen;
         }
         if let Some(upstream) = upstream {
             self.upstream.address = upstream;

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::*;
 use rttscope_integration_tests::clients::python;
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TLS_NATIVE, TestDb, TlsDb};
-use rttscope_integration_tests::process::{ProxyProcess, free_port, rttscope_binary};
+use rttscope_integration_tests::process::{
+    ListeningChild, ProxyProcess, free_listen_and_admin, free_port, rttscope_binary,
+};
 
 fn upstream() -> String {
     format!("upstream: {}\n", TestDb::shared().upstream_addr())
@@ -96,6 +98,23 @@ async fn clients_connect_through_the_socket() {
     let status = tokio::task::block_in_place(|| proxy.wait_timeout(Duration::from_secs(15))).unwrap();
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", proxy.log());
     assert!(!socket.exists(), "the socket file outlived rttscope");
+}
+
+/// `--listen`, repeated, takes a socket and a TCP address without a config file: what a
+/// sidecar's command line says.
+#[test]
+fn the_listen_flag_takes_a_socket_and_an_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = socket_path(dir.path());
+    let (listen, admin) = free_listen_and_admin();
+    let mut cmd = Command::new(rttscope_binary().unwrap());
+    cmd.arg("--listen").arg(format!("unix:{}", socket.display()));
+    cmd.args(["--listen", &listen.to_string(), "--admin", &admin.to_string()]);
+    cmd.args(["--upstream", &TestDb::shared().upstream_addr().to_string()]).env("NO_COLOR", "1");
+    let _proxy = ListeningChild::spawn(cmd, listen, &|| std::net::TcpStream::connect(listen).is_ok()).unwrap();
+    let out = cli_via_socket(&socket, "SELECT 'by the flag'");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "by the flag");
 }
 
 #[test]

@@ -131,8 +131,12 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
     };
     let settings = outside_settings(cli).map_err(|e| e.to_string())?;
     config.apply_settings(&settings).map_err(|e| e.to_string())?;
-    let overrides =
-        Overrides { listen: cli.listen, upstream: cli.upstream.clone(), admin: cli.admin, log_format: cli.log_format };
+    let overrides = Overrides {
+        listen: cli.listen.clone(),
+        upstream: cli.upstream.clone(),
+        admin: cli.admin,
+        log_format: cli.log_format,
+    };
     config.apply_overrides(overrides).map_err(|e| e.to_string())?;
     Ok(config)
 }

@@ -284,14 +284,15 @@ fn load_reads_files_and_names_missing_ones() {
 fn command_line_overrides_win() {
     let mut c = Config::from_yaml("listen: 0.0.0.0:7000\nupstream: db:3306\n").unwrap();
     let overrides = Overrides {
-        listen: Some("127.0.0.1:7001".parse().unwrap()),
+        listen: vec!["127.0.0.1:7001".parse().unwrap(), "unix:/run/rttscope/mysql.sock".parse().unwrap()],
         upstream: Some("[::1]:3307".parse().unwrap()),
         admin: None,
         log_format: Some(LogFormat::Json),
     };
     c.apply_overrides(overrides).unwrap();
     assert_eq!(c.log.format, LogFormat::Json);
-    assert_eq!(c.listen.tcp().map(|a| a.to_string()).as_deref(), Some("127.0.0.1:7001"));
+    let listen: Vec<String> = c.listen.address.iter().map(ToString::to_string).collect();
+    assert_eq!(listen, ["127.0.0.1:7001", "unix:/run/rttscope/mysql.sock"], "every --listen, the file's replaced");
     assert_eq!((c.upstream.address.host(), c.upstream.address.port()), ("::1", 3307));
     assert_eq!(c.admin, Config::default().admin);
 

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use rttscope_config::{Bandwidth, ByteSize, HumanDuration, LogFormat, Percent, ReportFormat, UpstreamAddr};
+use rttscope_config::{Bandwidth, ByteSize, HumanDuration, ListenAddr, LogFormat, Percent, ReportFormat, UpstreamAddr};
 
 /// A MySQL wire-protocol proxy that shows where the time goes when the
 /// database is far away.
@@ -23,9 +23,10 @@ pub struct Cli {
     /// YAML config file; every key has a default, flags override it.
     #[arg(long, short, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Address to listen on for MySQL clients [default: 127.0.0.1:6033].
+    /// Where MySQL clients connect: `ip:port` or `unix:/path/to.sock`; repeat the flag to
+    /// listen on several (replaces the config's `listen`) [default: 127.0.0.1:6033].
     #[arg(long, value_name = "ADDR")]
-    pub listen: Option<SocketAddr>,
+    pub listen: Vec<ListenAddr>,
     /// The MySQL/MariaDB server to forward to [default: 127.0.0.1:3306].
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: Option<UpstreamAddr>,
