@@ -249,12 +249,12 @@ impl Links {
                 let l = &m.loss;
                 (
                     format!(
-                        "{moved}: loss is the limit: {} recovery stalls ({} in all) in {} segments received, a loss rate of {:.2}%; \
+                        "{moved}: loss is the limit: {} ({} in all) in {} received, a loss rate of {:.2}%; \
                          a TCP losing that much with {} segments at that RTT carries at most {} (the Mathis bound, MSS / RTT × 1.22 / √p), \
                          and this one carried {}",
-                        l.recovery_stalls,
+                        counted(u64::from(l.recovery_stalls), "recovery stall", "recovery stalls"),
                         us(l.recovery_stall_us),
-                        count(l.segments_in),
+                        counted(l.segments_in, "segment", "segments"),
                         100.0 * l.loss_rate,
                         bytes(u64::from(l.mss)),
                         rate(l.loss_limited_throughput.unwrap_or(0)),
@@ -312,9 +312,9 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
     let mut seen = Vec::new();
     if l.out_of_order > 0 {
         seen.push(format!(
-            "{} segments arrived out of order ({} holes filled in {})",
-            count(l.out_of_order),
-            l.recovery_stalls,
+            "{} out of order ({} filled in {})",
+            counted(l.out_of_order, "segment arrived", "segments arrived"),
+            counted(u64::from(l.recovery_stalls), "hole", "holes"),
             us(l.recovery_stall_us)
         ));
     }
@@ -323,8 +323,10 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
     }
     if l.retransmitted > 0 || l.dsack_dups > 0 || l.reord_seen > 0 {
         seen.push(format!(
-            "rttscope resent {} segments, the server saw {} of them twice and {} reordered",
-            l.retransmitted, l.dsack_dups, l.reord_seen
+            "rttscope resent {}, the server saw {} of them twice and {} reordered",
+            counted(l.retransmitted, "segment", "segments"),
+            l.dsack_dups,
+            l.reord_seen
         ));
     }
     if seen.is_empty() {
@@ -397,5 +399,25 @@ mod tests {
         assert!(server.contains("the server paused 1 time for 50.00 ms"), "{server}");
         let latency = links.add(1, 0, measurement(LinkLimit::Latency)).summary.clone();
         assert!(latency.starts_with("1 small round trip took 100.00 ms"), "{latency}");
+        let one_each = Loss::from_transfer(
+            &crate::socket::LossCounters { segments_in: 1, retransmitted: 1, ..Default::default() },
+            1,
+            200_000,
+            1448,
+            20_000,
+        );
+        let mut lossy = measurement(LinkLimit::Loss);
+        lossy.loss = one_each;
+        let loss = links.add(1, 0, lossy).summary.clone();
+        for said in ["1 recovery stall (", "in 1 segment received"] {
+            assert!(loss.contains(said), "no {said:?} in {loss}");
+        }
+        let mut beside = measurement(LinkLimit::Link);
+        beside.loss = one_each;
+        beside.loss.out_of_order = 1;
+        let words = links.add(1, 0, beside).summary.clone();
+        for said in ["1 segment arrived out of order (1 hole filled", "rttscope resent 1 segment,"] {
+            assert!(words.contains(said), "no {said:?} in {words}");
+        }
     }
 }

@@ -73,8 +73,8 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     if t.events_dropped > 0 {
         writeln!(
             o,
-            "<p class=\"muted\">{} records dropped: the collector fell behind (forwarding never waits).</p>",
-            count(t.events_dropped)
+            "<p class=\"muted\">{} dropped: the collector fell behind (forwarding never waits).</p>",
+            counted(t.events_dropped, "record", "records")
         )?;
     }
 

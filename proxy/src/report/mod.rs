@@ -226,10 +226,10 @@ impl RetransmissionWaits {
     pub fn sentence(&self, executions: u64, latency: &LatencySummary) -> Option<String> {
         (self.count > 0).then(|| {
             format!(
-                "p99 {}: {} of {} executions waited for a retransmission, {} of them at or above p99; they took p50 {}, max {}",
+                "p99 {}: {} of {} waited for a retransmission, {} of them at or above p99; they took p50 {}, max {}",
                 crate::human::us(latency.p99),
                 crate::human::count(self.count),
-                crate::human::count(executions),
+                crate::human::counted(executions, "execution", "executions"),
                 crate::human::count(self.at_or_above_p99),
                 crate::human::us(self.latency_us.p50),
                 crate::human::us(self.latency_us.max)

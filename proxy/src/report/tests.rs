@@ -437,6 +437,22 @@ fn the_text_report_shows_every_part() {
     }
 }
 
+/// One of a thing is said in the singular, in the text and the HTML report alike.
+#[test]
+fn one_row_and_one_dropped_record_are_singular() {
+    let mut r = full_report();
+    r.totals.rows = 1;
+    r.totals.events_dropped = 1;
+    let text = render_text(&r);
+    assert!(text.contains(" down, 1 row\n"), "{text}");
+    assert!(text.contains("#         1 record dropped:"), "{text}");
+    let html = render_html(&r);
+    assert!(html.contains(">1 record dropped:"), "{html}");
+    let retransmits = RetransmissionWaits { count: 1, at_or_above_p99: 1, latency_us: latency(200) };
+    let sentence = retransmits.sentence(1, &latency(100)).expect("one waited");
+    assert!(sentence.contains(": 1 of 1 execution waited"), "{sentence}");
+}
+
 #[test]
 fn the_text_report_escapes_control_characters() {
     let text = render_text(&full_report());

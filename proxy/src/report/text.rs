@@ -46,11 +46,11 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     )?;
     writeln!(
         o,
-        "#         {} in commands, {} up, {} down, {} rows",
+        "#         {} in commands, {} up, {} down, {}",
         us(t.time_us),
         bytes(t.bytes_up),
         bytes(t.bytes_down),
-        count(t.rows)
+        counted(t.rows, "row", "rows")
     )?;
     let wire =
         BytesReport { up: t.bytes_up, down: t.bytes_down, max_down: 0, wire_up: t.wire_up, wire_down: t.wire_down };
@@ -68,8 +68,8 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     if t.events_dropped > 0 {
         writeln!(
             o,
-            "#         {} records dropped: the collector fell behind (forwarding never waits)",
-            count(t.events_dropped)
+            "#         {} dropped: the collector fell behind (forwarding never waits)",
+            counted(t.events_dropped, "record", "records")
         )?;
     }
 
