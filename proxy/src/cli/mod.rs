@@ -110,8 +110,8 @@ pub enum Command {
         /// config's admin.token_file or admin.token]. Needed beyond loopback.
         #[arg(long, value_name = "FILE", conflicts_with = "file")]
         token_file: Option<PathBuf>,
-        /// Output format.
-        #[arg(long, short, default_value = "text")]
+        /// Output format: `text`, `json` or `html`.
+        #[arg(long, short, default_value = "text", value_name = "text|json|html")]
         format: ReportFormat,
         /// Write to this file instead of standard output.
         #[arg(long, short, value_name = "FILE")]
