@@ -74,11 +74,14 @@ pub struct Programs {
     pub rttscope: PathBuf,
     /// `None` when HAProxy was left out (`--no-haproxy`).
     pub haproxy: Option<PathBuf>,
+    /// In a `--tls` run, the certificate and key rttscope shows clients that ask for TLS
+    /// (`listen.tls`): signed by the run's test CA, which the bench's TLS clients trust.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
 impl Programs {
     pub fn rttscope(binary: &Path) -> Programs {
-        Programs { rttscope: binary.to_owned(), haproxy: None }
+        Programs { rttscope: binary.to_owned(), haproxy: None, client_cert: None }
     }
 }
 
@@ -179,12 +182,20 @@ impl ProxyChild {
                 let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
                 let mut command = command(&programs.rttscope);
                 let (endpoint, listen_key) = match leg {
+                    Leg::Tcp if scenario.tls.client => {
+                        let (cert, key) = programs
+                            .client_cert
+                            .as_ref()
+                            .with_context(|| format!("scenario {:?} needs a --tls run", scenario.name))?;
+                        let endpoint = tcp();
+                        (endpoint.clone(), client_tls_listen_yaml(&endpoint, cert, key))
+                    }
                     Leg::Tcp => {
                         let endpoint = tcp();
                         let key = format!("listen: {endpoint}\n");
                         (endpoint, key)
                     }
-                    // In the file, as a user writes it: `--listen` takes only TCP addresses.
+                    // In the file, as a user writes it.
                     Leg::Unix => {
                         let path = dir.path().join("rttscope.sock");
                         let key = unix_listen_yaml(&path);
@@ -245,6 +256,15 @@ impl ProxyChild {
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
+}
+
+/// rttscope's `listen` key at `endpoint` with TLS for clients by `cert` and `key` (PEM files).
+pub fn client_tls_listen_yaml(endpoint: &Endpoint, cert: &Path, key: &Path) -> String {
+    format!(
+        "listen:\n  address: {endpoint}\n  tls:\n    mode: required\n    cert: {}\n    key: {}\n",
+        cert.display(),
+        key.display()
+    )
 }
 
 /// rttscope's `upstream` key: the address, and `tls.mode` when the scenario sets it.

@@ -54,12 +54,13 @@ pub async fn run(options: &Options) -> Result<Report> {
         child::accepts_unix_listen(&binary, &probe, &s.name)
             .with_context(|| format!("scenario {:?} needs rttscope to listen on a Unix socket", s.name))?;
     }
-    let programs = Programs { rttscope: binary.clone(), haproxy: haproxy_bin };
+    let mut programs = Programs { rttscope: binary.clone(), haproxy: haproxy_bin, client_cert: None };
     let valgrind = plan.runs(Workload::Instructions).then(Valgrind::find).transpose()?;
     progress("starting MariaDB (or using RTTSCOPE_TEST_MYSQL_URL)");
     let (db, client_tls) = if plan.tls {
         let db = tokio::task::spawn_blocking(tls_db).await??;
         let ca = std::fs::read(&db.certs().ca).with_context(|| format!("reading {}", db.certs().ca.display()))?;
+        programs.client_cert = Some((db.certs().server_cert.clone(), db.certs().server_key.clone()));
         let trusting = SslOpts::default().with_root_certs(vec![ca.into()]).with_disable_built_in_roots(true);
         (&**db, Some(trusting))
     } else {

@@ -113,6 +113,8 @@ pub const DIRECT_TLS: &str = "direct-tls";
 pub const UPSTREAM_TLS: &str = "upstream-tls";
 pub const UPSTREAM_PLAIN: &str = "upstream-plain";
 pub const HAPROXY_TLS: &str = "haproxy-tls";
+/// rttscope with TLS on both legs: a TLS client to it, TLS from it into MariaDB.
+pub const CLIENT_TLS: &str = "client-tls";
 
 /// A built-in scenario.
 pub struct Builtin {
@@ -206,6 +208,12 @@ pub const BUILTIN: &[Builtin] = &[
         Tls { upstream_mode: Some("disabled"), ..Tls::PLAIN },
     ),
     tls_side(
+        CLIENT_TLS,
+        "rttscope, TLS client (listen.tls.mode: required), TLS into MariaDB (--tls)",
+        Program::Rttscope,
+        Tls::END_TO_END,
+    ),
+    tls_side(
         HAPROXY_TLS,
         "not rttscope: HAProxy in TCP mode passing a TLS client's bytes on (--tls)",
         Program::Haproxy,
@@ -238,7 +246,7 @@ pub fn builtin(name: &str) -> Option<Scenario> {
 /// `default`, then the references (`raw-pipe`, `haproxy`) unless left out, then the named
 /// built-ins, then one scenario per `[NAME=]FILE`. `unix` brings its references along:
 /// `direct-unix`, and `haproxy-unix` with HAProxy. A `--tls` run brings `direct-tls`,
-/// `upstream-tls`, `upstream-plain` and, with HAProxy, `haproxy-tls`.
+/// `upstream-tls`, `upstream-plain`, `client-tls` and, with HAProxy, `haproxy-tls`.
 pub fn resolve(names: &[String], files: &[String], references: References) -> Result<Vec<Scenario>> {
     let mut scenarios = Vec::new();
     scenarios.extend(builtin(BUILTIN[0].name));
@@ -264,8 +272,13 @@ pub fn resolve(names: &[String], files: &[String], references: References) -> Re
         }
     }
     if references.tls {
-        let implied =
-            [(DIRECT_TLS, true), (UPSTREAM_TLS, true), (UPSTREAM_PLAIN, true), (HAPROXY_TLS, references.haproxy)];
+        let implied = [
+            (DIRECT_TLS, true),
+            (UPSTREAM_TLS, true),
+            (UPSTREAM_PLAIN, true),
+            (CLIENT_TLS, true),
+            (HAPROXY_TLS, references.haproxy),
+        ];
         for (name, wanted) in implied {
             if wanted && !named(name) {
                 scenarios.extend(builtin(name));
@@ -361,7 +374,16 @@ mod tests {
         let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            ["default", "raw-pipe", "haproxy", "direct-tls", "upstream-tls", "upstream-plain", "haproxy-tls"]
+            [
+                "default",
+                "raw-pipe",
+                "haproxy",
+                "direct-tls",
+                "upstream-tls",
+                "upstream-plain",
+                "client-tls",
+                "haproxy-tls"
+            ]
         );
         let find = |n: &str| s.iter().find(|s| s.name == n).expect(n);
         assert_eq!(find("default").tls, Tls::UPSTREAM, "preferred: TLS when offered");
@@ -370,9 +392,14 @@ mod tests {
         assert_eq!((find("haproxy-tls").program, find("haproxy-tls").tls), (Program::Haproxy, Tls::END_TO_END));
         assert_eq!(find("upstream-tls").tls, Tls { client: false, server: true, upstream_mode: Some("required") });
         assert_eq!(find("upstream-plain").tls, Tls { client: false, server: false, upstream_mode: Some("disabled") });
+        assert_eq!((find("client-tls").program, find("client-tls").tls), (Program::Rttscope, Tls::END_TO_END));
         let names: Vec<String> =
             resolve(&[], &[], References { tls: true, ..NONE })?.into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["default", "direct-tls", "upstream-tls", "upstream-plain"], "no HAProxy, no haproxy-tls");
+        assert_eq!(
+            names,
+            ["default", "direct-tls", "upstream-tls", "upstream-plain", "client-tls"],
+            "no HAProxy, no haproxy-tls"
+        );
         let err = resolve(&["upstream-tls".into()], &[], BOTH).expect_err("no TLS server");
         assert!(err.to_string().contains("add --tls"), "{err}");
         Ok(())

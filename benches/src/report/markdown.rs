@@ -164,13 +164,15 @@ impl Report {
             notes.push(format!(
                 "--tls: MariaDB speaks TLS (certificates generated for the run). {} is a TLS client straight to \
                  it; {} and {} are rttscope with plain clients and `upstream.tls.mode: required` and `disabled`; \
-                 `default` uses TLS upstream too (`preferred`); {} is a TLS client through HAProxy, which passes \
+                 `default` uses TLS upstream too (`preferred`); {} is a TLS client through rttscope, which \
+                 decrypts it and encrypts again into MariaDB; {} is a TLS client through HAProxy, which passes \
                  the TLS bytes on. Every side with TLS into MariaDB is compared with {} (its \"direct\"), the \
                  plain ones with plain direct, and each with the HAProxy side that, like it, has TLS into \
                  MariaDB or not. {} against direct is what TLS itself costs.",
                 scenario::DIRECT_TLS,
                 scenario::UPSTREAM_TLS,
                 scenario::UPSTREAM_PLAIN,
+                scenario::CLIENT_TLS,
                 scenario::HAPROXY_TLS,
                 scenario::DIRECT_TLS,
                 scenario::DIRECT_TLS,
