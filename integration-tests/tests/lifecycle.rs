@@ -114,6 +114,32 @@ async fn grace_period_bounds_shutdown() {
     assert!(proxy.log().contains("grace period over"), "{}", proxy.log());
 }
 
+/// A second signal stops at once, cutting off what is in flight, and still writes the final
+/// report with what was recorded: the recording is not lost with the drain.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_signal_stops_at_once_and_keeps_the_report() {
+    let _cpu = timing_sensitive().await;
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let db = TestDb::shared();
+    let yaml = format!("upstream: {}\nreport:\n  path: {}\n", db.upstream_addr(), report.display());
+    let mut proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut conn = connect(proxy.listen()).await.unwrap();
+    conn.query_drop("SELECT 'before the signals'").await.unwrap();
+    let mut busy = connect(proxy.listen()).await.unwrap();
+    let _sleeping = tokio::spawn(async move { busy.query_drop("SELECT SLEEP(10)").await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    proxy.signal(libc::SIGTERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    proxy.signal(libc::SIGTERM).unwrap();
+    let status = wait_exit(&mut proxy, Duration::from_secs(5)).await;
+    assert_eq!(status.code(), Some(1), "{status}:\n{}", proxy.log());
+    let written = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no report ({e}):\n{}", proxy.log()));
+    assert!(written.contains("\"schema_version\""), "{written}");
+    assert!(written.contains("select ?"), "the statement before the signals is in it: {written}");
+    assert!(proxy.log().contains("final report written with what was recorded so far"), "{}", proxy.log());
+}
+
 // --- Limits ----------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread")]
@@ -339,6 +365,57 @@ fn check_config_reports_the_key_and_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+}
+
+/// What start would refuse is found before it: check-config and start name a report path in
+/// a directory that does not exist and TLS files that are not there; a report path that goes
+/// away while rttscope runs makes the stop exit 1, not 0, since the recording was lost.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_report_path_or_tls_file_start_cannot_use_is_named_before_it_is_needed() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-dir").join("report.json");
+    let unwritable = dir.path().join("report.yaml");
+    std::fs::write(&unwritable, format!("report:\n  path: {}\n", missing.display())).unwrap();
+    let out = check_config(&unwritable);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr.contains("report.path: cannot write the final report to"), "{stderr}");
+    assert!(stderr.contains("no-such-dir does not exist"), "{stderr}");
+
+    let tls = dir.path().join("tls.yaml");
+    std::fs::write(&tls, "listen:\n  tls:\n    cert: /nonexistent/cert.pem\n    key: /nonexistent/key.pem\n").unwrap();
+    let out = check_config(&tls);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr.contains("listen.tls.cert: /nonexistent/cert.pem"), "{stderr}");
+
+    // Start refuses the unwritable path at once, before it listens.
+    let (listen, admin) = free_listen_and_admin();
+    let mut cmd = Command::new(rttscope_binary().unwrap());
+    cmd.args(["--config", &unwritable.display().to_string(), "--listen", &listen.to_string()]);
+    cmd.args(["--admin", &admin.to_string(), "--upstream", &TestDb::shared().upstream_addr().to_string()]);
+    let out = cli(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot start: report.path: cannot write the final report to"), "{stderr}");
+
+    // A path that worked at start and is gone at stop: the stop is not a success.
+    let reports = dir.path().join("reports");
+    std::fs::create_dir(&reports).unwrap();
+    let yaml = format!(
+        "upstream: {}\nreport:\n  path: {}\n",
+        TestDb::shared().upstream_addr(),
+        reports.join("r.json").display()
+    );
+    let mut proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut conn = connect(proxy.listen()).await.unwrap();
+    echo(&mut conn, 1).await.unwrap();
+    drop(conn);
+    std::fs::remove_dir(&reports).unwrap();
+    proxy.signal(libc::SIGTERM).unwrap();
+    let status = wait_exit(&mut proxy, Duration::from_secs(10)).await;
+    assert_eq!(status.code(), Some(1), "{status}:\n{}", proxy.log());
+    assert!(proxy.log().contains("cannot write the final report"), "{}", proxy.log());
 }
 
 /// An address that refuses connections while the returned socket lives: bound, never

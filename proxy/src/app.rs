@@ -38,6 +38,34 @@ pub enum BindError {
     /// The admin token: missing beyond loopback, unreadable, or too weak.
     #[error(transparent)]
     AdminToken(#[from] TokenError),
+    /// `report.path` cannot be written: found now rather than at stop, with the recording.
+    #[error("{0}")]
+    ReportPath(String),
+}
+
+/// Writes the final report as it stands (`report.path`), for a stop that cannot wait for the
+/// drain: set once rttscope runs.
+type FinalReport = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
+static FINAL_REPORT: std::sync::OnceLock<FinalReport> = std::sync::OnceLock::new();
+
+/// For a stop at once (a second signal): writes the final report with what was recorded so
+/// far, waiting at most `within` (a wedged process must still stop), and says what happened.
+/// Nothing to do without `report.path`.
+pub fn write_final_report_now(within: std::time::Duration) {
+    let Some(write) = FINAL_REPORT.get() else { return };
+    let (done, finished) = std::sync::mpsc::channel();
+    let writer = std::thread::Builder::new().name("rttscope-last-report".to_owned()).spawn(move || {
+        let _ = done.send(write());
+    });
+    if writer.is_err() {
+        tracing::error!("the final report was not written: no thread to write it");
+        return;
+    }
+    match finished.recv_timeout(within) {
+        Ok(Ok(())) => tracing::info!("final report written with what was recorded so far"),
+        Ok(Err(e)) => tracing::error!(error = %e, "cannot write the final report"),
+        Err(_) => tracing::error!("the final report was not written: it took longer than {within:?}"),
+    }
 }
 
 /// rttscope bound but not yet serving: [`bind`](Rttscope::bind), then [`run`](Rttscope::run);
@@ -83,6 +111,9 @@ impl Rttscope {
             inject: Some(inject.clone()),
             rmem_max: sysctls.tcp_rmem.map(|[_, _, max]| max),
         };
+        if let Some(path) = &config.report.path {
+            crate::preflight::report_path(path).map_err(BindError::ReportPath)?;
+        }
         // Before anything binds: a wide-open admin API must not even start listening.
         let admin_token = match config.admin.enabled {
             true => Some(token::resolve(&config.admin, std::env::var(ADMIN_TOKEN_ENV).ok())?),
@@ -182,6 +213,10 @@ impl Rttscope {
         });
         let heap_trim = (!config.limits.heap_trim.is_zero())
             .then(|| tokio::spawn(crate::memory::trim_every(config.limits.heap_trim.0)));
+        if let Some(path) = &config.report.path {
+            let (state, format, path) = (state.clone(), config.report.format, path.clone());
+            let _ = FINAL_REPORT.set(Box::new(move || crate::report::write(&state.report(), format, &path)));
+        }
         let served = proxy.run(shutdown).await;
         if let Some(task) = heap_trim {
             task.abort();
@@ -195,10 +230,14 @@ impl Rttscope {
         if let Some(task) = snapshot_task {
             let _ = task.await;
         }
+        let mut report_lost = None;
         if let Some(path) = &config.report.path {
             match crate::report::write(&state.report(), config.report.format, path) {
                 Ok(()) => tracing::info!(path = %path.display(), "final report written"),
-                Err(e) => tracing::error!(path = %path.display(), error = %e, "cannot write the final report"),
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "cannot write the final report");
+                    report_lost = Some(io::Error::new(e.kind(), format!("the final report was not written: {e}")));
+                }
             }
         }
         stop_admin.cancel();
@@ -209,6 +248,7 @@ impl Rttscope {
                 Ok(Ok(())) => {}
             }
         }
-        served
+        // A stop that lost the recording is not a clean one: the exit status says so.
+        served.and(report_lost.map_or(Ok(()), Err))
     }
 }

@@ -37,6 +37,7 @@ pub mod inject;
 pub mod link;
 pub mod live;
 pub mod memory;
+pub mod preflight;
 pub mod protocol;
 pub mod record;
 pub mod relay;

@@ -249,6 +249,7 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
             }
             if signals.next().is_some() {
                 tracing::warn!("second signal: stopping at once, cutting off what is in flight");
+                rttscope::app::write_final_report_now(std::time::Duration::from_secs(2));
                 std::process::exit(1);
             }
         })

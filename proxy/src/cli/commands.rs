@@ -3,9 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use rttscope_config::{
-    ADMIN_TOKEN_ENV, Bandwidth, ByteSize, Config, ConfigError, HumanDuration, Inject, Percent, Setting,
-};
+use rttscope_config::{Bandwidth, ByteSize, Config, ConfigError, HumanDuration, Inject, Percent, Setting};
 
 use super::admin_client::{AdminClient, ClientError};
 
@@ -35,12 +33,13 @@ pub fn check_config(file: &Path, settings: &Result<Vec<Setting>, ConfigError>) -
     });
     match config {
         Ok(config) => {
-            // What start would refuse: an admin API beyond loopback with no token (as this
-            // environment would run it), or a token file that cannot be read.
-            if config.admin.enabled
-                && let Err(e) = crate::admin::token::resolve(&config.admin, std::env::var(ADMIN_TOKEN_ENV).ok())
-            {
-                eprintln!("{name}: {e}");
+            // What start would refuse, as this environment would run it: an admin API beyond
+            // loopback with no token, a file it cannot read, a report path it cannot write.
+            let problems = crate::preflight::problems(&config);
+            if !problems.is_empty() {
+                for problem in problems {
+                    eprintln!("{name}: {problem}");
+                }
                 return ExitCode::from(2);
             }
             println!("# {name}: ok");

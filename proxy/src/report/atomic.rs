@@ -13,6 +13,14 @@ pub fn temporary(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp"))
 }
 
+/// Whether [`write`] could write `path`: its temporary file can be created (and is removed
+/// again). Asked at start, so that a report path nobody can write is not first found at stop.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    let tmp = temporary(path);
+    File::create(&tmp)?;
+    fs::remove_file(&tmp)
+}
+
 /// Replaces `path` with `body`, atomically and durably.
 pub fn write(path: &Path, body: &[u8]) -> io::Result<()> {
     let tmp = temporary(path);

@@ -60,6 +60,11 @@ pub fn write(report: &Report, format: ReportFormat, path: &std::path::Path) -> s
     atomic::write(path, body.as_bytes())
 }
 
+/// Whether [`write`] could write a report at `path` (creating and removing its temporary file).
+pub fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+    atomic::check_writable(path)
+}
+
 /// Bumped on any incompatible change to the JSON below.
 pub const SCHEMA_VERSION: u32 = 2;
 
