@@ -401,6 +401,26 @@ async fn oversized_handshake_response_is_refused_without_buffering() {
     assert!(proxy.log().contains("handshake packet"), "{}", proxy.log());
 }
 
+/// An HTTP request sent to the MySQL port is logged as what it is, not as a packet too large
+/// to accept; the connection closes and rttscope carries on.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_request_is_named_as_not_mysql() {
+    let db = TestDb::shared();
+    let proxy = ProxyProcess::start(&format!("upstream: {}\n", db.upstream_addr())).unwrap();
+    let addr = proxy.listen();
+    tokio::task::spawn_blocking(move || {
+        let (mut stream, _) = raw_client(addr);
+        stream.write_all(b"GET / HTTP/1.1\r\nHost: db\r\n\r\n").unwrap();
+        closed(&mut stream);
+    })
+    .await
+    .unwrap();
+    let wanted = |l: &str| l.contains("client does not speak the MySQL protocol: its first bytes are text (\"GET \")");
+    assert!(proxy.log_line(wanted, Duration::from_secs(5)).is_some(), "{}", proxy.log());
+    let mut good = connect(proxy.listen()).await.unwrap();
+    assert_works(&mut good, 1).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn command_with_wrong_sequence_id_reaches_the_server_as_sent() {
     let db = TestDb::shared();

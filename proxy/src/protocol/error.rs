@@ -51,7 +51,7 @@ pub enum DecodeError {
     /// A connection-phase packet (greeting, handshake response, auth exchange) whose header
     /// declares more than [`MAX_HANDSHAKE_LEN`](super::handshake::MAX_HANDSHAKE_LEN): refused
     /// before it is buffered.
-    #[error("{from} sent a {len}-byte handshake packet; at most {max} bytes are accepted")]
+    #[error("{}", too_large(*from, *len, *max, head))]
     HandshakeTooLarge {
         /// The sender: `Upstream` for the greeting and auth requests, `Client` for its answers.
         from: Peer,
@@ -59,7 +59,22 @@ pub enum DecodeError {
         len: usize,
         /// The bound in force, bytes.
         max: usize,
+        /// The header's four bytes: text there is another protocol, not an oversized packet.
+        head: [u8; 4],
     },
+}
+
+/// What [`DecodeError::HandshakeTooLarge`] says. A header of printable text is another
+/// protocol (an HTTP request, say, sent to the MySQL port), and the length it makes says
+/// nothing.
+fn too_large(from: Peer, len: usize, max: usize, head: &[u8; 4]) -> String {
+    if head.iter().all(|b| b.is_ascii_graphic() || *b == b' ') {
+        let text = String::from_utf8_lossy(head);
+        return format!(
+            "{from} does not speak the MySQL protocol: its first bytes are text ({text:?}), not a packet header"
+        );
+    }
+    format!("{from} sent a {len}-byte handshake packet; at most {max} bytes are accepted")
 }
 
 impl DecodeError {

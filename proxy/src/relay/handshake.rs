@@ -530,7 +530,8 @@ impl Framed {
         let Some(head) = self.buf.get(..4) else { return Ok(None) };
         let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
         if len > MAX_HANDSHAKE_LEN {
-            return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN }.into());
+            let head = [head[0], head[1], head[2], head[3]];
+            return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
         }
         if self.buf.len() < 4 + len {
             return Ok(None);
@@ -632,7 +633,7 @@ pub(super) async fn read_payload<S: AsyncRead + Unpin>(
     let io_error = |e| RelayError::io(from, e);
     let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
     if len > MAX_HANDSHAKE_LEN {
-        return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN }.into());
+        return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
     }
     let mut payload = vec![0u8; len];
     stream.read_exact(&mut payload).await.map_err(io_error)?;
