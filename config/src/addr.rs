@@ -127,12 +127,23 @@ impl<'de> Deserialize<'de> for UpstreamAddr {
 /// Parses a listening address (`127.0.0.1:6033`, `[::1]:6033`) with a message that says
 /// what is expected, where serde's own says only "invalid socket address syntax".
 pub(crate) fn parse_socket_addr(input: &str) -> Result<SocketAddr, ValueError> {
-    input.trim().parse().map_err(|_| {
-        ValueError::new(
-            "address",
-            input,
-            "expected ip:port, e.g. 127.0.0.1:6033 or [::1]:6033 (host names are not allowed here)",
-        )
+    use std::net::IpAddr;
+    let trimmed = input.trim();
+    trimmed.parse().map_err(|_| {
+        // Say which part is wrong: a bare IP lacks its port; after a good IP, the port is bad;
+        // digits and dots are a mistyped IPv4 address; anything else is a host name.
+        const EXAMPLE: &str = "expected ip:port, e.g. 127.0.0.1:6033 or [::1]:6033";
+        let host = trimmed.rsplit_once(':').map_or(trimmed, |(host, _)| host);
+        let why = if trimmed.parse::<IpAddr>().is_ok() {
+            format!("no port: {EXAMPLE}")
+        } else if host.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().is_ok() {
+            format!("the port is not a number from 0 to 65535: {EXAMPLE}")
+        } else if !host.is_empty() && host.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            format!("{host} is not an IPv4 address: {EXAMPLE}")
+        } else {
+            format!("{EXAMPLE} (host names are not allowed here)")
+        };
+        ValueError::new("address", input, &why)
     })
 }
 

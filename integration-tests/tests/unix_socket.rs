@@ -179,6 +179,13 @@ fn a_live_socket_or_another_file_is_left_alone() {
     assert!(socket.exists(), "the live socket was removed");
     drop(live);
 
+    let nowhere = dir.path().join("no-such-dir").join("mysql.sock");
+    let log = refused_start(&yaml(&nowhere));
+    assert!(
+        log.contains(&format!("the directory {} does not exist", dir.path().join("no-such-dir").display())),
+        "{log}"
+    );
+
     let file = dir.path().join("notes.txt");
     std::fs::write(&file, "keep me").unwrap();
     let log = refused_start(&yaml(&file));

@@ -453,3 +453,20 @@ fn compression_finding_thresholds() {
         [("findings.compression.min_ratio".to_owned(), "must be a number of at least 1".to_owned())]
     );
 }
+
+#[test]
+fn a_bad_listen_address_says_which_part_is_wrong() {
+    let why = |input: &str| input.parse::<ListenAddr>().unwrap_err().to_string();
+    for (input, said) in [
+        ("127.0.0.1", "no port"),
+        ("::1", "no port"),
+        ("127.0.0.1:99999", "the port is not a number from 0 to 65535"),
+        ("[::1]:x", "the port is not a number"),
+        ("999.1.1.1:5", "999.1.1.1 is not an IPv4 address"),
+        ("db.example.com:3306", "host names are not allowed here"),
+    ] {
+        let message = why(input);
+        assert!(message.contains(said), "{input}: {message}");
+        assert!(message.contains("expected ip:port"), "{input}: {message}");
+    }
+}

@@ -26,7 +26,14 @@ impl Listener {
             ListenAddr::Tcp(addr) => Ok(Listener::Tcp(TcpListener::bind(addr).await?)),
             ListenAddr::Unix(path) => {
                 clear_stale(path)?;
-                let listener = UnixListener::bind(path)?;
+                let listener = UnixListener::bind(path).map_err(|e| match path.parent() {
+                    // The kernel's "No such file or directory" does not say which is missing.
+                    Some(dir) if e.kind() == io::ErrorKind::NotFound && !dir.is_dir() => io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("the directory {} does not exist (rttscope does not create it)", dir.display()),
+                    ),
+                    _ => e,
+                })?;
                 std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
                 Ok(Listener::Unix { listener, path: path.clone() })
             }
