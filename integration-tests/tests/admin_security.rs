@@ -116,7 +116,11 @@ fn changes_need_the_token() {
     };
     let out = cli(&["inject", "--admin", &url, "--rtt", "8ms"], None);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("401"), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("401") && stderr.contains("give the token with --token-file FILE"), "{stderr}");
+    let out = cli(&["inject", "--admin", &url, "--rtt", "8ms"], Some("not-the-token-but-long-enough"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("is not this rttscope's"), "{stderr}");
     let token_file = proxy.dir().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
     let file = token_file.to_str().unwrap();
@@ -133,7 +137,7 @@ fn changes_need_the_token() {
     let open = start("", false);
     let reply = call(open.admin(), "PUT", "/inject", Some(TOKEN), JSON, change);
     assert_eq!(reply.status, 403, "{}", reply.body);
-    assert!(reply.body.contains(ADMIN_TOKEN_ENV), "{}", reply.body);
+    assert!(reply.body.contains(ADMIN_TOKEN_ENV) && reply.body.contains("restart it with"), "{}", reply.body);
     assert!(inject_is_off(open.admin()));
 }
 

@@ -74,8 +74,8 @@ impl Guard {
     fn token_refusal(&self, headers: &HeaderMap) -> Option<Response> {
         let Some(token) = &self.token else {
             let message = format!(
-                "this request changes state and needs a bearer token, but none is configured: \
-                 set admin.token, admin.token_file or {ADMIN_TOKEN_ENV}"
+                "this request changes state and needs a bearer token, but this rttscope runs without \
+                 one: restart it with admin.token, admin.token_file or {ADMIN_TOKEN_ENV} set"
             );
             return Some(refuse(StatusCode::FORBIDDEN, &message));
         };

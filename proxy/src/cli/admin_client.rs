@@ -17,7 +17,7 @@ pub enum ClientError {
         reason: String,
     },
     /// An answer outside 2xx: 401 without the token, 400 for a refused `PUT /inject`, ...
-    #[error("{url} answered {status}: {body}")]
+    #[error("{url} answered {status}: {body}{hint}")]
     Status {
         /// The URL asked, base and path.
         url: String,
@@ -25,7 +25,28 @@ pub enum ClientError {
         status: u16,
         /// The admin API's error text, trimmed: it says what was wrong.
         body: String,
+        /// What to do about it on this side, when the status says (a token missing or wrong);
+        /// empty or starting with `; `.
+        hint: &'static str,
     },
+}
+
+impl ClientError {
+    /// With what the command line can do about a refused token: the server cannot know
+    /// whether the caller had one.
+    fn with_hint(self, token_sent: bool) -> ClientError {
+        match self {
+            ClientError::Status { url, status: 401, body, .. } => {
+                let hint = if token_sent {
+                    "; the token given (--token-file, $RTTSCOPE_ADMIN_TOKEN or the config's admin.token) is not this rttscope's"
+                } else {
+                    "; give the token with --token-file FILE or $RTTSCOPE_ADMIN_TOKEN"
+                };
+                ClientError::Status { url, status: 401, body, hint }
+            }
+            other => other,
+        }
+    }
 }
 
 fn agent() -> ureq::Agent {
@@ -47,7 +68,7 @@ fn finish(url: &str, response: Result<ureq::http::Response<ureq::Body>, ureq::Er
     if (200..300).contains(&status) {
         Ok(body)
     } else {
-        Err(ClientError::Status { url: url.to_owned(), status, body: body.trim().to_owned() })
+        Err(ClientError::Status { url: url.to_owned(), status, body: body.trim().to_owned(), hint: "" })
     }
 }
 
@@ -87,7 +108,7 @@ impl AdminClient {
         if let Some(auth) = &self.authorization {
             request = request.header("authorization", auth);
         }
-        finish(&url, request.call())
+        finish(&url, request.call()).map_err(|e| e.with_hint(self.authorization.is_some()))
     }
 
     /// `PUT base + path` with a JSON body.
@@ -110,7 +131,7 @@ impl AdminClient {
         let request = request
             .body(body.to_owned())
             .map_err(|e| ClientError::Unreachable { url: url.clone(), reason: e.to_string() })?;
-        finish(&url, agent().run(request))
+        finish(&url, agent().run(request)).map_err(|e| e.with_hint(self.authorization.is_some()))
     }
 }
 
