@@ -367,6 +367,33 @@ fn check_config_reports_the_key_and_line() {
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
 }
 
+/// Start lists every problem of its file, as check-config does; check-config also names a bad
+/// --set beside the file's problems and an `RTTSCOPE_*` variable that names no key.
+#[test]
+fn every_problem_is_listed_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "limits:\n  idle_timeout: soon\n  max_conections: 5\ninject:\n  rtts: 5ms\n").unwrap();
+    let out = Command::new(rttscope_binary().unwrap()).arg("-c").arg(&bad).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for said in ["bad.yaml:2: limits.idle_timeout", "bad.yaml:3: limits.max_conections", "bad.yaml:5: inject.rtts"] {
+        assert!(stderr.contains(said), "no {said:?} in {stderr}");
+    }
+    let out = Command::new(rttscope_binary().unwrap())
+        .arg("check-config")
+        .arg(&bad)
+        .args(["--set", "limits.idle_timeot=5m"])
+        .env("RTTSCOPE_LIMITS_IDEL_TIMEOUT", "5m")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for said in ["limits.idle_timeot: unknown key", "RTTSCOPE_LIMITS_IDEL_TIMEOUT names no config key", "inject.rtts"] {
+        assert!(stderr.contains(said), "no {said:?} in {stderr}");
+    }
+}
+
 /// What start would refuse is found before it: check-config and start name a report path in
 /// a directory that does not exist and TLS files that are not there; a report path that goes
 /// away while rttscope runs makes the stop exit 1, not 0, since the recording was lost.

@@ -126,7 +126,7 @@ fn cli_failure(message: &str) -> ExitCode {
 
 fn load_config(cli: &Cli) -> Result<Config, String> {
     let mut config = match &cli.config {
-        Some(path) => Config::load(path).map_err(|e| e.with_source_name(&path.display().to_string()).to_string())?,
+        Some(path) => Config::load(path).map_err(|e| every_problem_in(path, e))?,
         None => Config::default(),
     };
     let settings = outside_settings(cli).map_err(|e| e.to_string())?;
@@ -139,6 +139,17 @@ fn load_config(cli: &Cli) -> Result<Config, String> {
     };
     config.apply_overrides(overrides).map_err(|e| e.to_string())?;
     Ok(config)
+}
+
+/// What is wrong with the config file at `path`, all of it (the loader stops at the first
+/// problem), as `check-config` would list it; `first` alone when the file cannot be read.
+fn every_problem_in(path: &std::path::Path, first: ConfigError) -> String {
+    let name = path.display().to_string();
+    let problems = std::fs::read_to_string(path).map(|text| Config::every_problem(&text)).unwrap_or_default();
+    if problems.len() < 2 {
+        return first.with_source_name(&name).to_string();
+    }
+    problems.iter().map(|p| p.with_source_name(&name).to_string()).collect::<Vec<_>>().join("\n")
 }
 
 /// The settings from outside the file: `RTTSCOPE_*` environment variables, then `--set`

@@ -19,10 +19,24 @@ pub fn check_config(file: &Path, settings: &Result<Vec<Setting>, ConfigError>) -
             return ExitCode::from(2);
         }
     };
+    // Variables named like rttscope's settings that name no key: start warns of them too.
+    let (_, unknown) = rttscope_config::env_settings(std::env::vars());
+    for variable in unknown.iter().filter(|v| !v.starts_with("RTTSCOPE_TEST_")) {
+        eprintln!("warning: {variable} names no config key; rttscope ignores it");
+    }
     let problems = Config::every_problem(&text);
     if !problems.is_empty() {
         for problem in &problems {
             eprintln!("{}", problem.with_source_name(&name));
+        }
+        // A bad --set or environment value is a problem of its own, not hidden by the file's:
+        // tried on the defaults, as the file cannot be read into a config.
+        let outside = settings
+            .as_ref()
+            .map_err(ToString::to_string)
+            .and_then(|settings| Config::default().apply_settings(settings).map_err(|e| e.to_string()));
+        if let Err(e) = outside {
+            eprintln!("{e}");
         }
         return ExitCode::from(2);
     }
