@@ -160,6 +160,7 @@ async fn unanswered_connect_gives_an_err_within_connect_timeout() {
     assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(4), "failed after {elapsed:?}");
     assert_eq!(e.code, 1429, "{e:?}");
     assert!(e.message.contains(&target.to_string()), "{e:?}");
+    assert!(e.message.contains("(limits.connect_timeout)"), "names the setting to change: {e:?}");
 }
 
 // --- A broken upstream, played by the fake ---------------------------------------------

@@ -21,8 +21,8 @@ pub enum RelayError {
     /// The upstream server went away or its socket failed.
     #[error("upstream connection: {0}")]
     Upstream(#[source] io::Error),
-    /// A step of the connection phase took too long.
-    #[error("{0} did not arrive within {1:?}")]
+    /// A step of the connection phase took too long (`limits.handshake_timeout`).
+    #[error("{0} did not arrive within {1:?} (limits.handshake_timeout)")]
     Timeout(&'static str, std::time::Duration),
 }
 

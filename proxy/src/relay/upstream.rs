@@ -37,7 +37,7 @@ pub enum DialError {
         source: io::Error,
     },
     /// `limits.connect_timeout` passed before any address answered.
-    #[error("cannot connect to upstream {addr}: no answer within {timeout:?}")]
+    #[error("cannot connect to upstream {addr}: no answer within {timeout:?} (limits.connect_timeout)")]
     Timeout {
         /// `upstream.address` as configured.
         addr: UpstreamAddr,
