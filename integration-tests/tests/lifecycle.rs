@@ -367,6 +367,14 @@ fn check_config_reports_the_key_and_line() {
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
 }
 
+/// An upstream name that does not resolve is warned of at start, not first found by a client.
+#[test]
+fn an_upstream_that_does_not_resolve_is_warned_of_at_start() {
+    let proxy = ProxyProcess::start("upstream: nosuchhost.invalid:3306\n").unwrap();
+    let warned = proxy.log_line(|l| l.contains("upstream.address does not resolve"), Duration::from_secs(15));
+    assert!(warned.is_some_and(|l| l.contains("nosuchhost.invalid:3306")), "{}", proxy.log());
+}
+
 /// Start lists every problem of its file, as check-config does; check-config also names a bad
 /// --set beside the file's problems and an `RTTSCOPE_*` variable that names no key.
 #[test]

@@ -43,6 +43,21 @@ pub enum BindError {
     ReportPath(String),
 }
 
+/// Logs a warning when `upstream.address` names a host that does not resolve now: each client
+/// would otherwise be the first to find out, refused. Not fatal (DNS may come up later), and
+/// no connection is tried (a bare connect counts against the server's `max_connect_errors`).
+async fn warn_if_unresolvable(upstream: rttscope_config::UpstreamAddr) {
+    let lookup = tokio::net::lookup_host((upstream.host().to_owned(), upstream.port()));
+    match tokio::time::timeout(std::time::Duration::from_secs(10), lookup).await.map(|r| r.map(Iterator::count)) {
+        Ok(Ok(1..)) => {}
+        Ok(Ok(0)) => tracing::warn!(%upstream, "upstream.address resolves to no address: clients will be refused"),
+        Ok(Err(e)) => {
+            tracing::warn!(%upstream, error = %e, "upstream.address does not resolve: clients will be refused until it does")
+        }
+        Err(_) => tracing::warn!(%upstream, "upstream.address does not resolve: no answer within 10 s"),
+    }
+}
+
 /// Writes the final report as it stands (`report.path`), for a stop that cannot wait for the
 /// drain: set once rttscope runs.
 type FinalReport = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
@@ -211,6 +226,7 @@ impl Rttscope {
             let of = state.clone();
             tokio::spawn(snapshots::run(every, snapshots, Arc::new(move || of.report()), stop_snapshots.clone()))
         });
+        tokio::spawn(warn_if_unresolvable(config.upstream.address.clone()));
         let heap_trim = (!config.limits.heap_trim.is_zero())
             .then(|| tokio::spawn(crate::memory::trim_every(config.limits.heap_trim.0)));
         if let Some(path) = &config.report.path {
