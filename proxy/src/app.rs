@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use rttscope_config::{ADMIN_TOKEN_ENV, AdminToken, Config};
@@ -62,6 +63,15 @@ async fn warn_if_unresolvable(upstream: rttscope_config::UpstreamAddr) {
 /// drain: set once rttscope runs.
 type FinalReport = Box<dyn Fn() -> io::Result<()> + Send + Sync>;
 static FINAL_REPORT: std::sync::OnceLock<FinalReport> = std::sync::OnceLock::new();
+/// Held while a final report is written: a second signal during the drain's own write waits
+/// for it rather than writing the same temporary file beside it.
+static FINAL_WRITE: Mutex<()> = Mutex::new(());
+
+/// Writes `report` to `path` as the final report, one writer at a time.
+fn write_final(report: &crate::report::Report, format: rttscope_config::ReportFormat, path: &Path) -> io::Result<()> {
+    let _one_at_a_time = FINAL_WRITE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    crate::report::write(report, format, path)
+}
 
 /// For a stop at once (a second signal): writes the final report with what was recorded so
 /// far, waiting at most `within` (a wedged process must still stop), and says what happened.
@@ -231,7 +241,7 @@ impl Rttscope {
             .then(|| tokio::spawn(crate::memory::trim_every(config.limits.heap_trim.0)));
         if let Some(path) = &config.report.path {
             let (state, format, path) = (state.clone(), config.report.format, path.clone());
-            let _ = FINAL_REPORT.set(Box::new(move || crate::report::write(&state.report(), format, &path)));
+            let _ = FINAL_REPORT.set(Box::new(move || write_final(&state.report(), format, &path)));
         }
         let served = proxy.run(shutdown).await;
         if let Some(task) = heap_trim {
@@ -248,7 +258,7 @@ impl Rttscope {
         }
         let mut report_lost = None;
         if let Some(path) = &config.report.path {
-            match crate::report::write(&state.report(), config.report.format, path) {
+            match write_final(&state.report(), config.report.format, path) {
                 Ok(()) => tracing::info!(path = %path.display(), "final report written"),
                 Err(e) => {
                     tracing::error!(path = %path.display(), error = %e, "cannot write the final report");
