@@ -121,6 +121,10 @@ fn changes_need_the_token() {
     let out = cli(&["inject", "--admin", &url, "--rtt", "8ms"], Some("not-the-token-but-long-enough"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("is not this rttscope's"), "{stderr}");
+    // The server logs the wrong token's attempt (where from, what), never the token itself.
+    let logged = proxy.log_line(|l| l.contains("admin API: a wrong bearer token was refused"), Duration::from_secs(5));
+    assert!(logged.is_some_and(|l| l.contains("PUT") && l.contains("/inject")), "{}", proxy.log());
+    assert!(!proxy.log().contains("not-the-token-but-long-enough"), "the offered token reached the log");
     let token_file = proxy.dir().join("token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
     let file = token_file.to_str().unwrap();

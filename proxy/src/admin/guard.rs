@@ -29,6 +29,27 @@ use super::token::authorizes;
 #[derive(Clone, Copy, Debug)]
 pub struct LocalAddr(pub SocketAddr);
 
+/// The address a connection came from, put on each of its requests by the listener: for the
+/// log line of a refused token.
+#[derive(Clone, Copy, Debug)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// A token that was offered and refused, logged as a warning at most once a second (a
+/// guessing client must not flood the log); the lines left out are counted in the next.
+fn log_wrong_token(peer: Option<SocketAddr>, method: &Method, path: &str) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST_SECOND: AtomicU64 = AtomicU64::new(0);
+    static LEFT_OUT: AtomicU64 = AtomicU64::new(0);
+    let second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if LAST_SECOND.swap(second, Ordering::Relaxed) == second {
+        LEFT_OUT.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let peer = peer.map_or_else(|| "?".to_owned(), |p| p.to_string());
+    let left_out = LEFT_OUT.swap(0, Ordering::Relaxed);
+    tracing::warn!(%peer, %method, path, earlier_unlogged = left_out, "admin API: a wrong bearer token was refused");
+}
+
 /// The rules, resolved once at start.
 #[derive(Debug)]
 pub struct Guard {
@@ -138,6 +159,12 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     if (changes_state || guard.reads_need_token)
         && let Some(refusal) = guard.token_refusal(request.headers())
     {
+        // A wrong token is worth a line (someone guessing, or a client with a stale one); a
+        // missing one is a plain client that did not know.
+        if refusal.status() == StatusCode::UNAUTHORIZED && request.headers().contains_key(header::AUTHORIZATION) {
+            let peer = request.extensions().get::<PeerAddr>().map(|p| p.0);
+            log_wrong_token(peer, request.method(), request.uri().path());
+        }
         return refusal;
     }
     if !changes_state {

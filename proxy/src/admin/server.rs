@@ -21,7 +21,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::guard::LocalAddr;
+use super::guard::{LocalAddr, PeerAddr};
 
 /// Longest a connection may take to finish its request once shutdown began.
 const DRAIN: Duration = Duration::from_secs(5);
@@ -69,10 +69,10 @@ async fn serve_for(
     let stop = CancellationToken::new();
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!(error = %e, "admin API: cannot accept a connection");
                     tokio::time::sleep(ACCEPT_BACKOFF).await;
@@ -86,7 +86,9 @@ async fn serve_for(
             continue;
         };
         let Ok(local) = stream.local_addr() else { continue };
-        let service = TowerToHyperService::new(router.clone().layer(Extension(LocalAddr(local))));
+        let service = TowerToHyperService::new(
+            router.clone().layer(Extension(LocalAddr(local))).layer(Extension(PeerAddr(peer))),
+        );
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let stop = stop.clone();
         connections.spawn(async move {
