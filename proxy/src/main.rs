@@ -162,11 +162,9 @@ fn outside_settings(cli: &Cli) -> Result<Vec<Setting>, ConfigError> {
     Ok(settings)
 }
 
-/// `RTTSCOPE_*` variables that name no config key, logged once at start: a typo would
-/// otherwise pass unnoticed. The tests' own variables are not rttscope's to judge.
+/// `RTTSCOPE_*` variables that name no config key, logged once at start.
 fn warn_unknown_env() {
-    let (_, unknown) = env_settings(std::env::vars());
-    let unknown: Vec<_> = unknown.into_iter().filter(|name| !name.starts_with("RTTSCOPE_TEST_")).collect();
+    let unknown = commands::stray_env_variables();
     if !unknown.is_empty() {
         tracing::warn!(
             variables = %unknown.join(", "),

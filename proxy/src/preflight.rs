@@ -43,15 +43,11 @@ pub fn report_path(path: &Path) -> Result<(), String> {
     if path.is_dir() {
         return Err(fail("it is a directory".to_owned()));
     }
-    crate::report::check_writable(path).map_err(|e| {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        match e.kind() {
-            io::ErrorKind::NotFound => fail(format!("the directory {} does not exist", dir.display())),
-            _ => fail(e.to_string()),
+    crate::report::check_writable(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => {
+            fail(format!("the directory {} does not exist", crate::report::directory(path).display()))
         }
+        _ => fail(e.to_string()),
     })
 }
 

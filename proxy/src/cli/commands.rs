@@ -7,6 +7,13 @@ use rttscope_config::{Bandwidth, ByteSize, Config, ConfigError, HumanDuration, I
 
 use super::admin_client::{AdminClient, ClientError};
 
+/// `RTTSCOPE_*` variables in this environment that name no config key: a typo would otherwise
+/// pass unnoticed. The tests' own variables are not rttscope's to judge.
+pub fn stray_env_variables() -> Vec<String> {
+    let (_, unknown) = rttscope_config::env_settings(std::env::vars());
+    unknown.into_iter().filter(|name| !name.starts_with("RTTSCOPE_TEST_")).collect()
+}
+
 /// `rttscope check-config FILE`: exit 0 and print the effective config (the file, then the
 /// `RTTSCOPE_*` environment and `--set` flags in `settings`), or exit 2 with every problem
 /// found.
@@ -20,8 +27,7 @@ pub fn check_config(file: &Path, settings: &Result<Vec<Setting>, ConfigError>) -
         }
     };
     // Variables named like rttscope's settings that name no key: start warns of them too.
-    let (_, unknown) = rttscope_config::env_settings(std::env::vars());
-    for variable in unknown.iter().filter(|v| !v.starts_with("RTTSCOPE_TEST_")) {
+    for variable in stray_env_variables() {
         eprintln!("warning: {variable} names no config key; rttscope ignores it");
     }
     let problems = Config::every_problem(&text);

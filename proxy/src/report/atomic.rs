@@ -13,6 +13,14 @@ pub fn temporary(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp"))
 }
 
+/// The directory `path` is written into (`.` for a bare file name).
+pub fn directory(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
 /// Whether [`write`] could write `path`: its temporary file can be created (and is removed
 /// again). Asked at start, so that a report path nobody can write is not first found at stop.
 pub fn check_writable(path: &Path) -> io::Result<()> {
@@ -38,11 +46,7 @@ pub fn write(path: &Path, body: &[u8]) -> io::Result<()> {
     written?;
     // The rename itself is durable once the directory is synced. Not every file system
     // lets a directory be opened for that; the file is in place either way.
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if let Ok(d) = File::open(dir) {
+    if let Ok(d) = File::open(directory(path)) {
         let _ = d.sync_all();
     }
     Ok(())

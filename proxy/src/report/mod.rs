@@ -65,6 +65,11 @@ pub fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
     atomic::check_writable(path)
 }
 
+/// The directory a report at `path` is written into (`.` for a bare file name).
+pub fn directory(path: &std::path::Path) -> &std::path::Path {
+    atomic::directory(path)
+}
+
 /// Bumped on any incompatible change to the JSON below.
 pub const SCHEMA_VERSION: u32 = 2;
 
