@@ -98,6 +98,11 @@ pub struct RelayConfig {
     /// kernel's receive-window autotuning and caps the window. Unset (the default) leaves
     /// autotuning on.
     pub upstream_rcvbuf: Option<ByteSize>,
+    /// The longest a connection thread with nothing to do keeps polling its sockets before
+    /// it sleeps: a waking CPU is most of what a hop costs on a virtual machine. The window
+    /// adapts to how long idle moments last, and polling stands aside while more threads
+    /// are runnable than there are CPUs. `0` sleeps at once; at most `1ms`. Default `100us`.
+    pub idle_poll: HumanDuration,
 }
 
 impl Default for RelayConfig {
@@ -108,6 +113,7 @@ impl Default for RelayConfig {
             user_timeout: HumanDuration::from_secs(60),
             upstream_sndbuf: None,
             upstream_rcvbuf: None,
+            idle_poll: HumanDuration::from_micros(100),
         }
     }
 }
@@ -118,6 +124,11 @@ impl RelayConfig {
             (ByteSize::kib(4)..=ByteSize::mib(1)).contains(&self.buffer_size),
             "buffer_size",
             format!("must be between 4KiB and 1MiB, not {}", self.buffer_size),
+        );
+        c.require(
+            self.idle_poll <= HumanDuration::from_millis(1),
+            "idle_poll",
+            format!("must be at most 1ms (0 turns polling off), not {}", self.idle_poll),
         );
         for (key, value) in [("upstream_sndbuf", self.upstream_sndbuf), ("upstream_rcvbuf", self.upstream_rcvbuf)] {
             c.require(value != Some(ByteSize(0)), key, "must be greater than 0 (leave it unset for kernel autotuning)");

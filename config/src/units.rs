@@ -142,6 +142,11 @@ impl HumanDuration {
     /// Zero: "none" or "never", depending on the key.
     pub const ZERO: HumanDuration = HumanDuration(Duration::ZERO);
 
+    /// `n` microseconds.
+    pub const fn from_micros(n: u64) -> Self {
+        HumanDuration(Duration::from_micros(n))
+    }
+
     /// `n` milliseconds.
     pub const fn from_millis(n: u64) -> Self {
         HumanDuration(Duration::from_millis(n))

@@ -219,3 +219,43 @@ async fn buffer_bytes_gauge_follows_open_connections() {
     assert!(samples(&text, "rttscope_heap_bytes")[""] > 0.0, "heap in use");
     assert!(samples(&text, "rttscope_heap_free_bytes").contains_key(""), "heap kept free");
 }
+
+/// `relay.idle_poll`: through a client's back-to-back queries the connection threads poll
+/// (or, on a crowded machine, count the idle moments they did not poll), and the metrics
+/// say so; at `0` they never poll.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_polling_is_counted_and_off_at_zero() {
+    for polling in [true, false] {
+        let mut config = test_config();
+        if !polling {
+            config.relay.idle_poll = rttscope_config::HumanDuration::ZERO;
+        }
+        let proxy = TestProxy::with_config(config);
+        let mut conn = connect(&proxy).await;
+        for _ in 0..300 {
+            conn.query_drop("DO 1").await.unwrap();
+        }
+        conn.disconnect().await.unwrap();
+        // A thread adds its counts when it next goes to sleep: wait for that.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let (outcomes, seconds) = loop {
+            let text = scrape(&proxy);
+            let outcomes = by_label(&text, "rttscope_idle_polls_total", "outcome");
+            let seconds = samples(&text, "rttscope_idle_poll_seconds_total")[""];
+            let idle_moments: f64 = outcomes.values().sum();
+            if !polling || idle_moments >= 100.0 || std::time::Instant::now() > deadline {
+                break (outcomes, seconds);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(outcomes.keys().collect::<Vec<_>>(), ["caught", "crowded", "missed"]);
+        let (caught, missed, crowded) = (outcomes["caught"], outcomes["missed"], outcomes["crowded"]);
+        if polling {
+            assert!(caught + missed + crowded >= 100.0, "300 round trips, 2 idle moments each: {outcomes:?}");
+            assert_eq!(seconds > 0.0, caught + missed > 0.0, "time is counted when polls were: {seconds}");
+        } else {
+            assert_eq!(caught + missed + crowded, 0.0, "relay.idle_poll 0: {outcomes:?}");
+            assert_eq!(seconds, 0.0);
+        }
+    }
+}

@@ -217,6 +217,7 @@ fn serve(config: Config) -> ExitCode {
             buffer_size = %human::size(config.relay.buffer_size.0),
             buffer_budget = %human::size(config.limits.buffer_budget.0),
             idle_timeout = %config.limits.idle_timeout,
+            idle_poll = %config.relay.idle_poll,
             record = config.record.enabled,
             "rttscope ready"
         );

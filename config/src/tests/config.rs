@@ -157,6 +157,7 @@ fn range_and_cross_field_problems_name_the_key_path() {
         ("limits:\n  connect_timeout: 0\n", "limits.connect_timeout", "greater than 0"),
         ("relay:\n  buffer_size: 2MiB\n", "relay.buffer_size", "between 4KiB and 1MiB, not 2MiB"),
         ("relay:\n  upstream_rcvbuf: 0\n", "relay.upstream_rcvbuf", "greater than 0"),
+        ("relay:\n  idle_poll: 5ms\n", "relay.idle_poll", "at most 1ms (0 turns polling off), not 5ms"),
         ("log:\n  level: verbose\n", "log.level", "invalid directive 'verbose'"),
         ("record:\n  event_queue: 10\n", "record.event_queue", "at least 1024"),
         ("report:\n  path: ''\n", "report.path", "must not be empty"),

@@ -107,6 +107,16 @@ impl Collector for RelayCollector {
             relay.login_counts().map(|(l, t, c, n)| ([("leg", l), ("transport", t), ("compression", c)], n)),
         )?;
         f.counter(
+            "rttscope_idle_poll_seconds_total",
+            "Time connection threads spent polling their sockets before sleeping (relay.idle_poll): the CPU it costs.",
+            load(&relay.idle_poll.polled_ns) as f64 / 1e9,
+        )?;
+        f.labelled_counter(
+            "rttscope_idle_polls_total",
+            "Idle moments of the connection threads: caught (work came while polling), missed (slept after the window), crowded (not polled: more threads runnable than CPUs).",
+            relay.idle_poll.outcomes().into_iter().map(|(outcome, n)| ([("outcome", outcome)], n)),
+        )?;
+        f.counter(
             "rttscope_records_dropped_total",
             "Command records dropped because the collector fell behind.",
             load(&self.dropped),

@@ -142,11 +142,17 @@ impl Transport {
 }
 
 impl Detached {
-    /// Registers the socket with the runtime this is called on.
+    /// Registers the socket with the runtime this is called on (and its thread's poller).
     pub(crate) fn attach(self) -> io::Result<Transport> {
         match self {
-            Detached::Tcp(s) => TcpStream::from_std(s).map(Transport::Tcp),
-            Detached::Unix(s) => UnixStream::from_std(s).map(Transport::Unix),
+            Detached::Tcp(s) => {
+                super::idle_poll::watch(s.as_raw_fd());
+                TcpStream::from_std(s).map(Transport::Tcp)
+            }
+            Detached::Unix(s) => {
+                super::idle_poll::watch(s.as_raw_fd());
+                UnixStream::from_std(s).map(Transport::Unix)
+            }
         }
     }
 }

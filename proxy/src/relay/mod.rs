@@ -19,6 +19,8 @@ mod connection;
 mod drain;
 mod error;
 mod handshake;
+mod idle_poll;
+pub use idle_poll::IdlePollStats;
 mod kills;
 mod leg;
 mod listener;
@@ -83,6 +85,8 @@ pub struct RelayStats {
     pub logins: [[[AtomicU64; COMPRESSIONS.len()]; TRANSPORTS.len()]; LEGS.len()],
     /// The last upstream greeting came from MariaDB (its version says so), not MySQL.
     upstream_is_mariadb: AtomicBool,
+    /// What the connection threads' polling before sleeping did.
+    pub idle_poll: IdlePollStats,
 }
 
 /// The legs, transports and compressions `logins` counts, as metrics name them.
@@ -306,7 +310,7 @@ impl Proxy {
         let rejections = Arc::new(Semaphore::new(MAX_REJECTIONS_IN_FLIGHT));
         let drain = Arc::new(Drain::default());
         let mut tasks = JoinSet::new();
-        let mut shards = shards::Shards::start()?;
+        let mut shards = shards::Shards::start(config.relay.idle_poll.0, &self.shared.stats)?;
         // One descriptor held back: when the process runs out, it is given up to accept
         // the client that could not be, and tell it why.
         let mut reserve = std::fs::File::open("/dev/null").ok();

@@ -9,12 +9,17 @@
 //! 1,440 off). Connections are
 //! dealt out in turn; the rest of rttscope (accepting, the collector, the admin API) stays
 //! on the main runtime, and so do the connections' timers: these runtimes have no timer
-//! driver ([`timers`](super::timers)).
+//! driver ([`timers`](super::timers)). Each thread polls its sockets a little before it
+//! sleeps ([`idle_poll`](super::idle_poll)).
 
 use std::io;
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+
+use super::RelayStats;
 
 /// The connection threads; dropped, they finish (a runtime drops what it still holds).
 pub(super) struct Shards {
@@ -26,20 +31,29 @@ pub(super) struct Shards {
 
 impl Shards {
     /// One thread per CPU this process may use (at least one).
-    pub fn start() -> io::Result<Shards> {
+    /// `idle_poll`: how long each may poll before it sleeps ([`idle_poll`](super::idle_poll)).
+    pub fn start(idle_poll: Duration, stats: &Arc<RelayStats>) -> io::Result<Shards> {
         let threads = std::thread::available_parallelism().map_or(1, usize::from);
         // Connection timers live on the runtime that starts the shards (`timers`).
         let timers = Handle::current();
         let mut shards = Shards { handles: Vec::with_capacity(threads), _stops: Vec::new(), next: 0 };
         for i in 0..threads {
             // No timer driver: it would cost every park (`timers`).
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder.enable_io();
+            if !idle_poll.is_zero() {
+                builder.on_thread_park(super::idle_poll::before_park).on_thread_unpark(super::idle_poll::after_unpark);
+            }
+            let runtime = builder.build()?;
+            let metrics = runtime.handle().metrics();
+            let stats = stats.clone();
             let timers = timers.clone();
             let (stop, stopped) = oneshot::channel::<()>();
             shards.handles.push(runtime.handle().clone());
             shards._stops.push(stop);
             std::thread::Builder::new().name(format!("rttscope-conn-{i}")).spawn(move || {
                 super::timers::keep_on(timers);
+                super::idle_poll::install(idle_poll, metrics, stats);
                 runtime.block_on(async {
                     let _ = stopped.await;
                 });

@@ -3,6 +3,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use rttscope_config::{RelayConfig, UpstreamAddr};
@@ -95,6 +96,7 @@ async fn connect(target: SocketAddr, relay: &RelayConfig) -> io::Result<TcpStrea
         socket.set_recv_buffer_size(clamp_u32(size.0))?;
     }
     let stream = socket.connect(target).await?;
+    super::idle_poll::watch(stream.as_raw_fd());
     stream.set_nodelay(true)?;
     keep_alive(&stream, relay)?;
     // A dead long hop is noticed in seconds, not after the kernel's ~15 minutes of retries.

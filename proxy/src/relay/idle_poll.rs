@@ -1,0 +1,368 @@
+//! Polling before sleeping: a connection thread with nothing left to do keeps watching its
+//! sockets for a few tens of microseconds before it lets its CPU go idle.
+//!
+//! Why: on a virtual machine an idle CPU halts, and waking it again — the other side's
+//! packet, an interrupt, the hypervisor scheduling the vCPU back in — is most of what a
+//! relay's hop costs. A relay adds two such hand-offs to every round trip (the query into
+//! it, the answer into it). Measured here (`scripts/bench.sh --only a`): rttscope and
+//! HAProxy, both at the floor of system calls per round trip, each added about +20 to +40 µs
+//! to a loopback `SELECT 1`; polling through the idle gap took rttscope's share to a few
+//! microseconds, because the answer, or the application's next query, lands while the
+//! thread is still awake. It is the idea of the kernel's own `haltpoll` idle driver, done
+//! where the kernel's is off (this machine boots with `haltpoll.guest_halt_poll_ns=0`).
+//!
+//! What keeps it cheap — a sidecar must not burn the CPU the application needs:
+//! - The window adapts as `haltpoll`'s does ([`Window`]): it grows when a sleep ended
+//!   soon after the window would have, shrinks when sleeps outlast the longest window. In
+//!   front of a database milliseconds away, the long waits for answers shrink it, so it
+//!   costs little where it cannot help.
+//! - It stands aside when the machine is crowded ([`Crowding`]): when more threads are
+//!   runnable than there are CPUs, a polling thread would take a CPU from work waiting for
+//!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread. This is what
+//!   keeps many-connection throughput where it was without polling.
+//! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
+//!   this CPU runs at once instead of after the window.
+//! - It stops at the first sign of work: a watched socket readable, or a task woken from
+//!   another thread (a timer on the main runtime, the drain). Those wake-ups reach the
+//!   runtime's queue, not these sockets, so its queue is looked at too.
+//!
+//! `relay.idle_poll` is the longest window; `0` turns polling off. The metric
+//! `rttscope_idle_poll_seconds_total` is what it costs, `rttscope_idle_polls_total` how it
+//! went.
+//!
+//! The sockets are watched through an epoll set of the thread's own (mio's, edge-
+//! triggered): the runtime's is not reachable, and polling it would take its events.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::ErrorKind;
+use std::os::fd::RawFd;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use tokio::runtime::RuntimeMetrics;
+
+/// How often a thread reads `/proc/loadavg`, at most.
+const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+
+/// What the connection threads' polling did, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct IdlePollStats {
+    /// Nanoseconds spent polling.
+    pub polled_ns: AtomicU64,
+    /// Polls a watched socket (or woken task) ended: a sleep and a wake-up saved.
+    pub caught: AtomicU64,
+    /// Polls the window ended: the thread slept after all.
+    pub missed: AtomicU64,
+    /// Idle moments not polled because more threads were runnable than there are CPUs.
+    pub crowded: AtomicU64,
+}
+
+impl IdlePollStats {
+    /// `(outcome, count)` as `rttscope_idle_polls_total` labels them.
+    pub fn outcomes(&self) -> [(&'static str, u64); 3] {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        [("caught", load(&self.caught)), ("missed", load(&self.missed)), ("crowded", load(&self.crowded))]
+    }
+}
+
+/// The polling window: `haltpoll`'s rule. A sleep that ended within the longest window but
+/// after this one says a longer window would have caught it (grow); a sleep longer than the
+/// longest window says polling would have been wasted (shrink).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    now: Duration,
+    longest: Duration,
+}
+
+impl Window {
+    pub(crate) fn new(longest: Duration) -> Window {
+        Window { now: Duration::ZERO, longest }
+    }
+
+    /// How long to poll at the next idle moment.
+    pub(crate) fn get(self) -> Duration {
+        self.now
+    }
+
+    /// The first window after none: a quarter of the longest.
+    fn start(self) -> Duration {
+        self.longest / 4
+    }
+
+    /// Learns from one idle moment that lasted `idle` (polling included).
+    pub(crate) fn idled(&mut self, idle: Duration) {
+        if idle <= self.now {
+            return;
+        }
+        if idle <= self.longest {
+            self.now = (self.now * 2).max(self.start()).min(self.longest);
+        } else {
+            self.now /= 2;
+            if self.now < self.start() {
+                self.now = Duration::ZERO;
+            }
+        }
+    }
+}
+
+/// Whether more threads are runnable than there are CPUs, averaged over the last few
+/// samples so one busy instant does not decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Crowding {
+    /// Runnable threads beyond the CPUs, in 256ths, as a moving average (1/8 per sample).
+    excess: u32,
+    cpus: u32,
+}
+
+impl Crowding {
+    pub(crate) fn new(cpus: u32) -> Crowding {
+        Crowding { excess: 0, cpus: cpus.max(1) }
+    }
+
+    /// Takes one sample: `runnable` threads, this one among them, or `None` when it could
+    /// not be read (then as crowded as can be: polling only where it is known to be free).
+    pub(crate) fn sample(&mut self, runnable: Option<u32>) {
+        let excess = runnable.map_or(16, |n| n.saturating_sub(self.cpus).min(16)) * 256;
+        self.excess = self.excess - self.excess / 8 + excess / 8;
+    }
+
+    /// Half a thread or more waiting for a CPU, on average.
+    pub(crate) fn crowded(self) -> bool {
+        self.excess >= 128
+    }
+}
+
+/// Reads the runnable threads from `/proc/loadavg` ("0.52 0.58 0.59 3/131 11486": 3).
+fn runnable(loadavg: &File) -> Option<u32> {
+    let mut buf = [0u8; 128];
+    let n = loadavg.read_at(&mut buf, 0).ok()?;
+    let text = std::str::from_utf8(buf.get(..n)?).ok()?;
+    text.split_ascii_whitespace().nth(3)?.split('/').next()?.parse().ok()
+}
+
+/// A connection thread's poller.
+struct Poller {
+    poll: Poll,
+    events: Events,
+    runtime: RuntimeMetrics,
+    window: Window,
+    crowding: Crowding,
+    loadavg: Option<File>,
+    sampled: Option<Instant>,
+    /// When the current idle moment began (set before parking, read after).
+    idle_since: Option<Instant>,
+    stats: Arc<super::RelayStats>,
+    /// Counts not yet added to `stats` (added once per sample: no shared write per park).
+    polled: Duration,
+    caught: u64,
+    crowded: u64,
+}
+
+thread_local! {
+    static POLLER: RefCell<Option<Poller>> = const { RefCell::new(None) };
+}
+
+/// Makes the calling thread poll for up to `longest` before its runtime parks it; `0`
+/// leaves it as it was. Called on a connection thread before its runtime runs.
+pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<super::RelayStats>) {
+    if longest.is_zero() {
+        return;
+    }
+    let poll = match Poll::new() {
+        Ok(poll) => poll,
+        Err(e) => {
+            tracing::warn!(error = %e, "relay.idle_poll: cannot make an epoll set; this connection thread sleeps when idle");
+            return;
+        }
+    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+    let poller = Poller {
+        poll,
+        events: Events::with_capacity(1),
+        runtime,
+        window: Window::new(longest),
+        crowding: Crowding::new(cpus),
+        loadavg: File::open("/proc/loadavg").ok(),
+        sampled: None,
+        idle_since: None,
+        stats,
+        polled: Duration::ZERO,
+        caught: 0,
+        crowded: 0,
+    };
+    POLLER.with(|p| *p.borrow_mut() = Some(poller));
+}
+
+/// Watches `fd` (a connection's socket) from this thread's poller, if it has one. The
+/// epoll set forgets it by itself when the socket is closed.
+pub(crate) fn watch(fd: RawFd) {
+    POLLER.with(|p| {
+        if let Ok(poller) = p.try_borrow()
+            && let Some(poller) = poller.as_ref()
+            && let Err(e) = poller.poll.registry().register(&mut SourceFd(&fd), Token(0), Interest::READABLE)
+        {
+            // Only this socket goes unwatched: its data still wakes the thread, later.
+            tracing::debug!(error = %e, fd, "relay.idle_poll: cannot watch a socket");
+        }
+    });
+}
+
+/// The runtime's hook before it parks the thread.
+pub(super) fn before_park() {
+    POLLER.with(|p| {
+        if let Ok(mut poller) = p.try_borrow_mut()
+            && let Some(poller) = poller.as_mut()
+        {
+            poller.before_park();
+        }
+    });
+}
+
+/// The runtime's hook after the thread is back.
+pub(super) fn after_unpark() {
+    POLLER.with(|p| {
+        if let Ok(mut poller) = p.try_borrow_mut()
+            && let Some(poller) = poller.as_mut()
+            && let Some(since) = poller.idle_since.take()
+        {
+            poller.window.idled(since.elapsed());
+        }
+    });
+}
+
+impl Poller {
+    fn before_park(&mut self) {
+        let start = Instant::now();
+        self.idle_since = Some(start);
+        if self.sampled.is_none_or(|at| start.duration_since(at) >= SAMPLE_EVERY) {
+            self.sampled = Some(start);
+            self.crowding.sample(self.loadavg.as_ref().and_then(runnable));
+            self.publish();
+        }
+        let window = self.window.get();
+        if window.is_zero() {
+            // About to sleep: the shared counters cost nothing now.
+            self.publish();
+            return;
+        }
+        if self.crowding.crowded() {
+            self.crowded += 1;
+            return;
+        }
+        let caught = self.poll_for(start, window);
+        self.polled += start.elapsed();
+        if caught {
+            self.caught += 1;
+        } else {
+            // About to sleep anyway: the shared counters cost nothing now.
+            self.stats.idle_poll.missed.fetch_add(1, Ordering::Relaxed);
+            self.publish();
+        }
+    }
+
+    /// Polls until a watched socket is readable, a task was woken from another thread, or
+    /// `window` has passed since `start`. True if something came.
+    fn poll_for(&mut self, start: Instant, window: Duration) -> bool {
+        loop {
+            match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
+                Ok(()) if !self.events.is_empty() => return true,
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => return true,
+                // Nothing to poll with: sleep, as without polling.
+                Err(_) => return false,
+            }
+            if self.runtime.global_queue_depth() > 0 {
+                return true;
+            }
+            if start.elapsed() >= window {
+                return false;
+            }
+            // Not a bare spin: a thread the kernel queued on this CPU — it puts a woken
+            // thread beside the one that woke it, so the server's thread after a query went
+            // out — runs now, not when the window ends (measured: the spin kept p50 but
+            // doubled a's p99 and cost b 4 % of its q/s; yielding kept both).
+            std::thread::yield_now();
+        }
+    }
+
+    /// Adds what this thread counted to the shared counters.
+    fn publish(&mut self) {
+        let nanos = u64::try_from(self.polled.as_nanos()).unwrap_or(u64::MAX);
+        for (counter, n) in [
+            (&self.stats.idle_poll.polled_ns, nanos),
+            (&self.stats.idle_poll.caught, self.caught),
+            (&self.stats.idle_poll.crowded, self.crowded),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        (self.polled, self.caught, self.crowded) = (Duration::ZERO, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn the_window_opens_on_short_idle_moments_and_closes_on_long_ones() {
+        let mut w = Window::new(100 * US);
+        assert_eq!(w.get(), Duration::ZERO, "no polling before a short idle moment is seen");
+        w.idled(30 * US);
+        assert_eq!(w.get(), 25 * US, "the first window is a quarter of the longest");
+        w.idled(20 * US);
+        assert_eq!(w.get(), 25 * US, "caught within the window: unchanged");
+        w.idled(40 * US);
+        assert_eq!(w.get(), 50 * US);
+        w.idled(90 * US);
+        assert_eq!(w.get(), 100 * US);
+        w.idled(99 * US);
+        assert_eq!(w.get(), 100 * US, "never past the longest");
+        w.idled(2_000 * US);
+        assert_eq!(w.get(), 50 * US, "a wait longer than any window halves it");
+        w.idled(2_000 * US);
+        assert_eq!(w.get(), 25 * US);
+        w.idled(2_000 * US);
+        assert_eq!(w.get(), Duration::ZERO, "below the first window: off");
+        w.idled(2_000 * US);
+        assert_eq!(w.get(), Duration::ZERO);
+    }
+
+    #[test]
+    fn crowding_is_more_threads_runnable_than_cpus_on_average() {
+        let mut c = Crowding::new(2);
+        for _ in 0..50 {
+            c.sample(Some(2));
+        }
+        assert!(!c.crowded(), "as many runnable as CPUs: free");
+        c.sample(Some(3));
+        assert!(!c.crowded(), "one thread waiting for an instant does not decide");
+        c.sample(Some(6));
+        assert!(c.crowded(), "four threads waiting at once: crowded at the first sample");
+        for _ in 0..50 {
+            c.sample(Some(3));
+        }
+        assert!(c.crowded(), "one thread always waiting");
+        for _ in 0..30 {
+            c.sample(Some(1));
+        }
+        assert!(!c.crowded(), "free again within a few tens of samples");
+        c.sample(None);
+        assert!(c.crowded(), "unreadable: taken as crowded");
+    }
+
+    #[test]
+    fn runnable_threads_are_read_from_loadavg() {
+        let file = File::open("/proc/loadavg").unwrap();
+        let n = runnable(&file).unwrap();
+        assert!(n >= 1, "this test's own thread is running: {n}");
+    }
+}
