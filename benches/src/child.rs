@@ -207,6 +207,11 @@ impl ProxyChild {
                     format!("{listen_key}admin: {admin}\n{}{}", upstream_yaml(upstream, &scenario.tls), scenario.yaml);
                 std::fs::write(&config, yaml).with_context(|| format!("writing {}", config.display()))?;
                 command.arg("--config").arg(&config);
+                if wrapper.is_some() {
+                    // Under callgrind (f), polling before sleeping would count its spin as
+                    // the relay's work, at valgrind's pace: f counts the work itself.
+                    command.arg("--set").arg("relay.idle_poll=0");
+                }
                 (command, endpoint)
             }
             (Program::RawPipe, Leg::Tcp) => {

@@ -165,6 +165,12 @@ pub const BUILTIN: &[Builtin] = &[
         &[],
     ),
     rttscope(
+        "no-idle-poll",
+        "relay.idle_poll: 0: a connection thread sleeps as soon as it is idle, as HAProxy's do by default",
+        "relay:\n  idle_poll: 0\n",
+        &[],
+    ),
+    rttscope(
         "one-worker",
         "a single tokio worker thread (TOKIO_WORKER_THREADS=1)",
         "",
