@@ -157,7 +157,8 @@ struct Poller {
     /// When the current idle moment began (set before parking, read after).
     idle_since: Option<Instant>,
     stats: Arc<super::RelayStats>,
-    /// Counts not yet added to `stats` (added once per sample: no shared write per park).
+    /// Counts not yet added to `stats`: added at each sample and before each sleep, so a
+    /// park that catches work writes nothing shared.
     polled: Duration,
     caught: u64,
     crowded: u64,
@@ -272,7 +273,8 @@ impl Poller {
             match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
                 Ok(()) if !self.events.is_empty() => return true,
                 Ok(()) => {}
-                Err(e) if e.kind() == ErrorKind::Interrupted => return true,
+                // A signal in the middle of a look: look again.
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 // Nothing to poll with: sleep, as without polling.
                 Err(_) => return false,
             }
