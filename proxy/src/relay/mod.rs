@@ -20,7 +20,6 @@ mod drain;
 mod error;
 mod handshake;
 mod idle_poll;
-pub use idle_poll::IdlePollStats;
 mod kills;
 mod leg;
 mod listener;
@@ -33,6 +32,8 @@ mod timers;
 pub mod tls;
 mod upstream;
 mod wake_flag;
+
+pub use idle_poll::IdlePollStats;
 
 use std::future::Future;
 use std::io;
