@@ -22,9 +22,10 @@
 //!   keeps many-connection throughput where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window.
-//! - It stops at the first sign of work: a watched socket readable, or a task woken from
-//!   another thread (a timer on the main runtime, the drain). Those wake-ups reach the
-//!   runtime's queue, not these sockets, so its queue is looked at too.
+//! - It stops at the first sign of work: a watched socket readable (or writable again after
+//!   a write found it full), or a task woken from another thread (a timer on the main
+//!   runtime, the drain). Those wake-ups reach the runtime's queue, not these sockets, so
+//!   its queue is looked at too.
 //!
 //! `relay.idle_poll` is the longest window; `0` turns polling off. The metric
 //! `rttscope_idle_poll_seconds_total` is what it costs, `rttscope_idle_polls_total` how it
@@ -205,7 +206,11 @@ pub(crate) fn watch(fd: RawFd) {
     POLLER.with(|p| {
         if let Ok(poller) = p.try_borrow()
             && let Some(poller) = poller.as_ref()
-            && let Err(e) = poller.poll.registry().register(&mut SourceFd(&fd), Token(0), Interest::READABLE)
+            // Writable too: a write waiting for room (a slow reader, a full upstream
+            // window) must go on as soon as the peer takes bytes, not after the window.
+            // Edge-triggered, that is an event only when a write had found the socket full.
+            && let Err(e) =
+                poller.poll.registry().register(&mut SourceFd(&fd), Token(0), Interest::READABLE | Interest::WRITABLE)
         {
             // Only this socket goes unwatched: its data still wakes the thread, later.
             tracing::debug!(error = %e, fd, "relay.idle_poll: cannot watch a socket");
