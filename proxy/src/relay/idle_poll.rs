@@ -22,8 +22,8 @@
 //!   keeps many-connection throughput where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window.
-//! - It stops at the first sign of work: a watched socket readable (or writable again after
-//!   a write found it full), or a task woken from another thread (a timer on the main
+//! - It stops at the first sign of work: a watched socket readable (or writable again while
+//!   a write waits for room: [`write_waiting`]), or a task woken from another thread (a timer on the main
 //!   runtime, the drain). Those wake-ups reach the runtime's queue, not these sockets, so
 //!   its queue is looked at too.
 //!
@@ -36,7 +36,7 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::ErrorKind;
+use std::io::{self, ErrorKind};
 use std::os::fd::RawFd;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
@@ -44,8 +44,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Registry, Token};
 use tokio::runtime::RuntimeMetrics;
+
+/// Events taken per look: any one ends the poll, but each socket that had room again must
+/// go back to being watched for data only.
+const EVENTS: usize = 8;
 
 /// How often a thread reads `/proc/loadavg`, at most.
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
@@ -185,7 +189,7 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
     let cpus = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
     let poller = Poller {
         poll,
-        events: Events::with_capacity(1),
+        events: Events::with_capacity(EVENTS),
         runtime,
         window: Window::new(longest),
         crowding: Crowding::new(cpus),
@@ -200,22 +204,45 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
     POLLER.with(|p| *p.borrow_mut() = Some(poller));
 }
 
-/// Watches `fd` (a connection's socket) from this thread's poller, if it has one. The
-/// epoll set forgets it by itself when the socket is closed.
+/// Watches `fd` (a connection's socket) for data from this thread's poller, if it has one.
+/// The epoll set forgets it by itself when the socket is closed.
+///
+/// Readable only: a socket's writable edges also come when its peer merely reads (a Unix
+/// socket's on every read), and watched all the time they ended nearly every poll at once
+/// (measured at d03bd2d: the latency gain gone). Writability is watched only while a write
+/// waits for room ([`write_waiting`]).
 pub(crate) fn watch(fd: RawFd) {
+    register(fd, Interest::READABLE, |r, s, t, i| r.register(s, t, i));
+}
+
+/// Says that a write on `fd` found the socket full: until the socket has room again, a
+/// poll ends when it does, so the write goes on as soon as the peer takes bytes rather
+/// than when the window runs out (a bulk result to a slow reader would otherwise wait a
+/// window each time the reader made room, and the link probe would blame the reader).
+pub(crate) fn write_waiting(fd: RawFd) {
+    register(fd, Interest::READABLE | Interest::WRITABLE, |r, s, t, i| r.reregister(s, t, i));
+}
+
+/// Registers (or changes) `fd` in this thread's epoll set, if it has one.
+fn register(
+    fd: RawFd,
+    interest: Interest,
+    how: impl FnOnce(&Registry, &mut SourceFd<'_>, Token, Interest) -> io::Result<()>,
+) {
     POLLER.with(|p| {
         if let Ok(poller) = p.try_borrow()
             && let Some(poller) = poller.as_ref()
-            // Writable too: a write waiting for room (a slow reader, a full upstream
-            // window) must go on as soon as the peer takes bytes, not after the window.
-            // Edge-triggered, that is an event only when a write had found the socket full.
-            && let Err(e) =
-                poller.poll.registry().register(&mut SourceFd(&fd), Token(0), Interest::READABLE | Interest::WRITABLE)
+            && let Err(e) = how(poller.poll.registry(), &mut SourceFd(&fd), token(fd), interest)
         {
-            // Only this socket goes unwatched: its data still wakes the thread, later.
+            // Only this socket goes unwatched: it still wakes the thread, later.
             tracing::debug!(error = %e, fd, "relay.idle_poll: cannot watch a socket");
         }
     });
+}
+
+/// A socket's token in the epoll set: its descriptor, so an event names the socket.
+fn token(fd: RawFd) -> Token {
+    Token(usize::try_from(fd).unwrap_or(usize::MAX))
 }
 
 /// The runtime's hook before it parks the thread.
@@ -271,12 +298,19 @@ impl Poller {
         }
     }
 
-    /// Polls until a watched socket is readable, a task was woken from another thread, or
+    /// Polls until a watched socket is readable (or has room for a waiting write), a task was woken from another thread, or
     /// `window` has passed since `start`. True if something came.
     fn poll_for(&mut self, start: Instant, window: Duration) -> bool {
         loop {
             match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
-                Ok(()) if !self.events.is_empty() => return true,
+                Ok(()) if !self.events.is_empty() => {
+                    for event in self.events.iter().filter(|e| e.is_writable()) {
+                        // Room again: the waiting write goes on; watch for data only.
+                        let fd = RawFd::try_from(event.token().0).unwrap_or(-1);
+                        let _ = self.poll.registry().reregister(&mut SourceFd(&fd), event.token(), Interest::READABLE);
+                    }
+                    return true;
+                }
                 Ok(()) => {}
                 // A signal in the middle of a look: look again.
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -364,6 +398,70 @@ mod tests {
         assert!(!c.crowded(), "free again within a few tens of samples");
         c.sample(None);
         assert!(c.crowded(), "unreadable: taken as crowded");
+    }
+
+    /// One poll of this thread's poller, for up to `window`: whether something ended it.
+    fn poll_once(window: Duration) -> bool {
+        POLLER.with(|p| p.borrow_mut().as_mut().unwrap().poll_for(Instant::now(), window))
+    }
+
+    /// Writes to `socket` until it is full.
+    fn fill(mut socket: &std::os::unix::net::UnixStream) {
+        use std::io::Write;
+        let chunk = [0u8; 4096];
+        loop {
+            match socket.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => panic!("filling the socket: {e}"),
+            }
+        }
+    }
+
+    /// Reads everything waiting on `socket`.
+    fn drain(mut socket: &std::os::unix::net::UnixStream) {
+        use std::io::Read;
+        let mut buf = [0u8; 65536];
+        loop {
+            match socket.read(&mut buf) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) => panic!("draining the socket: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_poll_ends_on_room_only_while_a_write_waits_for_it() {
+        use std::os::fd::AsRawFd;
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        install(Duration::from_millis(1), runtime.metrics(), Arc::default());
+        let (ours, peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        peer.set_nonblocking(true).unwrap();
+        watch(ours.as_raw_fd());
+        assert!(!poll_once(Duration::ZERO), "a socket with nothing to read reports nothing");
+
+        // No write waiting: the peer reading makes room, and that must not end a poll (a
+        // Unix socket's writable edge comes on every read of its peer).
+        fill(&ours);
+        drain(&peer);
+        assert!(!poll_once(Duration::from_millis(20)), "room with no write waiting ended the poll");
+
+        // A write found the socket full: room ends the poll, and once only.
+        fill(&ours);
+        write_waiting(ours.as_raw_fd());
+        assert!(!poll_once(Duration::from_millis(5)), "still full: nothing to report");
+        drain(&peer);
+        assert!(poll_once(Duration::from_millis(20)), "room for the waiting write did not end the poll");
+        fill(&ours);
+        drain(&peer);
+        assert!(!poll_once(Duration::from_millis(20)), "after the room was reported, writability is no longer watched");
+
+        // Data still ends a poll.
+        std::io::Write::write_all(&mut &peer, b"x").unwrap();
+        assert!(poll_once(Duration::from_millis(20)), "data to read did not end the poll");
     }
 
     #[test]

@@ -184,7 +184,11 @@ impl Transport {
     /// A write that must wait (a full socket) or goes through TLS: out of the inlined path.
     #[inline(never)]
     fn poll_write_waiting(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        each_transport!(Pin::new(self), s => Pin::new(s).poll_write(cx, buf))
+        let written = each_transport!(Pin::new(&mut *self), s => Pin::new(s).poll_write(cx, buf));
+        if written.is_pending() {
+            super::idle_poll::write_waiting(self.socket().as_raw_fd());
+        }
+        written
     }
 
     /// A TLS stream's read (the plain sockets are read inline, before this is reached).
