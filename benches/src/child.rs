@@ -14,6 +14,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use mysql_async::OptsBuilder;
+use rttscope::cli::admin_client::AdminClient;
+use rttscope_integration_tests::legs::samples;
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
 use rttscope_integration_tests::process::{ListeningChild, free_port, rttscope_binary};
 
@@ -136,6 +138,8 @@ impl fmt::Display for Endpoint {
 pub struct ProxyChild {
     process: ListeningChild,
     endpoint: Endpoint,
+    /// rttscope's admin address (none for the other programs).
+    admin: Option<SocketAddr>,
     /// The config file and any Unix socket live here, as long as the process.
     _dir: tempfile::TempDir,
 }
@@ -177,9 +181,11 @@ impl ProxyChild {
             }
             None => Command::new(program),
         };
+        let mut admin_addr = None;
         let (mut command, endpoint) = match (scenario.program, scenario.leg) {
             (Program::Rttscope, leg) => {
                 let admin = SocketAddr::from(([127, 0, 0, 1], free_port()));
+                admin_addr = Some(admin);
                 let mut command = command(&programs.rttscope);
                 let (endpoint, listen_key) = match leg {
                     Leg::Tcp if scenario.tls.client => {
@@ -255,11 +261,60 @@ impl ProxyChild {
             }
             _ => e,
         })?;
-        Ok(ProxyChild { process, endpoint, _dir: dir })
+        Ok(ProxyChild { process, endpoint, admin: admin_addr, _dir: dir })
     }
 
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// What rttscope's polling before sleeping (`relay.idle_poll`) has done so far, from its
+    /// `/metrics`; `None` for the other programs.
+    pub async fn idle_poll(&self) -> Result<Option<IdlePoll>> {
+        let Some(admin) = self.admin else { return Ok(None) };
+        let url = format!("http://{admin}");
+        let metrics = tokio::task::spawn_blocking(move || AdminClient::new(&url, None).get("/metrics"))
+            .await?
+            .context("GET /metrics")?;
+        let seconds = samples(&metrics, "rttscope_idle_poll_seconds_total").get("").copied().unwrap_or(0.0);
+        let polls = samples(&metrics, "rttscope_idle_polls_total");
+        let count = |outcome: &str| polls.get(&format!("outcome=\"{outcome}\"")).map_or(0, |n| *n as u64);
+        Ok(Some(IdlePoll { seconds, caught: count("caught"), missed: count("missed"), crowded: count("crowded") }))
+    }
+}
+
+/// rttscope's `relay.idle_poll` counters: seconds spent polling, and how the idle moments
+/// went (a poll caught work, a poll ran out and the thread slept, or the machine was too
+/// busy to poll).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct IdlePoll {
+    pub seconds: f64,
+    pub caught: u64,
+    pub missed: u64,
+    pub crowded: u64,
+}
+
+impl IdlePoll {
+    /// What happened between `before` and this.
+    pub fn since(self, before: IdlePoll) -> IdlePoll {
+        IdlePoll {
+            seconds: self.seconds - before.seconds,
+            caught: self.caught.saturating_sub(before.caught),
+            missed: self.missed.saturating_sub(before.missed),
+            crowded: self.crowded.saturating_sub(before.crowded),
+        }
+    }
+}
+
+impl std::ops::Add for IdlePoll {
+    type Output = IdlePoll;
+    fn add(self, other: IdlePoll) -> IdlePoll {
+        IdlePoll {
+            seconds: self.seconds + other.seconds,
+            caught: self.caught + other.caught,
+            missed: self.missed + other.missed,
+            crowded: self.crowded + other.crowded,
+        }
     }
 }
 

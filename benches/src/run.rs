@@ -261,16 +261,25 @@ async fn run_point(plan: &Plan, sides: &mut [Side]) -> Result<()> {
                 plan.point_duration,
                 side.label
             ));
+            let polled_before = match &side.proxy {
+                Some(proxy) => proxy.idle_poll().await?,
+                None => None,
+            };
             let clock = side.proxy.as_ref().map(|p| move || p.cpu_time());
             let clock: Option<point::CpuClock<'_>> = clock.as_ref().map(|c| c as point::CpuClock<'_>);
             let run =
                 point::run(&side.opts, &side.label, plan.connections, plan.table_rows, plan.point_duration, clock)
                     .await?;
+            let proxy_idle_poll = match (&side.proxy, polled_before) {
+                (Some(proxy), Some(before)) => proxy.idle_poll().await?.map(|after| after.since(before)),
+                _ => None,
+            };
             side.result.point_runs.push(PointSample {
                 queries: run.queries,
                 seconds: run.elapsed.as_secs_f64(),
                 per_second: run.per_second(),
                 proxy_cpu_seconds: run.cpu.map(|c| c.as_secs_f64()),
+                proxy_idle_poll,
             });
         }
         check_alive(sides)?;

@@ -55,6 +55,13 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
     let direct = &report.sides[0];
     assert_eq!(direct.sequential.map(|l| l.count), Some(300));
     assert_eq!(direct.large_runs.len(), 3);
+    // rttscope's polling before sleeping is read from its /metrics around each run of b,
+    // and reported beside d; direct has none.
+    assert!(direct.point_idle_poll().is_none());
+    let default = report.sides.iter().find(|s| s.name == "default").expect("a default side");
+    let polled = default.point_idle_poll().expect("default's idle polling during b");
+    assert!(polled.caught + polled.missed + polled.crowded > 0, "no idle moment counted: {polled:?}");
+    assert!(report.markdown.contains("default polled before sleeping for"), "{}", report.markdown);
 
     let Some(accuracy) = &report.accuracy else { panic!("no accuracy table in\n{}", report.markdown) };
     let ids: Vec<&str> = accuracy.table.iter().map(|r| r.id.as_str()).collect();

@@ -112,6 +112,7 @@ impl Report {
         notes.push(order.into());
         notes.extend(self.reference_notes());
         notes.extend(self.versus_default());
+        notes.extend(self.idle_poll_notes());
         let rss: Vec<String> = self
             .sides
             .iter()
@@ -257,6 +258,34 @@ impl Report {
             if !parts.is_empty() {
                 notes.push(format!("{} vs default: {}.", s.name, parts.join(", ")));
             }
+        }
+        notes
+    }
+}
+
+impl Report {
+    /// What rttscope's polling before sleeping did during b: its share of the proxy's CPU
+    /// (what it costs the machine) and how the idle moments went (what it bought).
+    fn idle_poll_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for side in &self.sides {
+            let (Some(polled), Some(cpu)) = (side.point_idle_poll(), side.point_cpu_seconds()) else { continue };
+            let moments = polled.caught + polled.missed + polled.crowded;
+            if moments == 0 || cpu <= 0.0 {
+                continue;
+            }
+            let share = |n: u64| n as f64 / moments as f64 * 100.0;
+            notes.push(format!(
+                "{} polled before sleeping for {:.2} s of its {:.2} s CPU during b ({:.0} %); of {} idle moments a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (more threads runnable than CPUs).",
+                side.name,
+                polled.seconds,
+                cpu,
+                polled.seconds / cpu * 100.0,
+                group(moments),
+                share(polled.caught),
+                share(polled.missed),
+                share(polled.crowded),
+            ));
         }
         notes
     }

@@ -161,6 +161,8 @@ pub struct PointSample {
     pub seconds: f64,
     pub per_second: f64,
     pub proxy_cpu_seconds: Option<f64>,
+    /// rttscope's polling before sleeping over the run (its `/metrics`, before and after).
+    pub proxy_idle_poll: Option<crate::child::IdlePoll>,
 }
 
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -178,9 +180,20 @@ impl SideResult {
 
     /// Workload d: proxy CPU seconds per 100k queries over all rounds of b.
     pub fn cpu_per_100k(&self) -> Option<f64> {
-        let cpu: Option<f64> = self.point_runs.iter().map(|r| r.proxy_cpu_seconds).sum();
+        let cpu = self.point_cpu_seconds();
         let queries: u64 = self.point_runs.iter().map(|r| r.queries).sum();
         cpu.filter(|_| queries > 0).map(|cpu| cpu / queries as f64 * 1e5)
+    }
+
+    /// The proxy's CPU seconds over all rounds of b.
+    pub fn point_cpu_seconds(&self) -> Option<f64> {
+        self.point_runs.iter().map(|r| r.proxy_cpu_seconds).sum()
+    }
+
+    /// rttscope's polling before sleeping over all rounds of b.
+    pub fn point_idle_poll(&self) -> Option<crate::child::IdlePoll> {
+        let runs: Option<Vec<_>> = self.point_runs.iter().map(|r| r.proxy_idle_poll).collect();
+        runs.map(|runs| runs.into_iter().fold(crate::child::IdlePoll::default(), |a, b| a + b))
     }
 
     /// Workload c: median MB/s.

@@ -224,8 +224,13 @@ mod tests {
         let mut s = SideResult::new(name, program, leg);
         s.large_runs = vec![LargeSample { megabytes: 100.0, seconds: 100.0 / p50, mb_per_second: p50 }];
         s.sequential = Some(Latency { count: 1, p50_us: p50, p99_us: p50 * 2.0, ..Latency::default() });
-        s.point_runs =
-            vec![PointSample { queries: qps as u64, seconds: 1.0, per_second: qps, proxy_cpu_seconds: Some(0.5) }];
+        s.point_runs = vec![PointSample {
+            queries: qps as u64,
+            seconds: 1.0,
+            per_second: qps,
+            proxy_cpu_seconds: Some(0.5),
+            proxy_idle_poll: None,
+        }];
         s
     }
 
