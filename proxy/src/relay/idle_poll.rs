@@ -23,9 +23,9 @@
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window.
 //! - It stops at the first sign of work: a watched socket readable (or writable again while
-//!   a write waits for room: [`write_waiting`]), or a task woken from another thread (a timer on the main
-//!   runtime, the drain). Those wake-ups reach the runtime's queue, not these sockets, so
-//!   its queue is looked at too.
+//!   a write waits for room: [`write_waiting`]), or a task woken from another thread (a
+//!   timer on the main runtime, the drain). Those wake-ups reach the runtime's queue, not
+//!   these sockets, so its queue is looked at too.
 //!
 //! `relay.idle_poll` is the longest window; `0` turns polling off. The metric
 //! `rttscope_idle_poll_seconds_total` is what it costs, `rttscope_idle_polls_total` how it
@@ -298,14 +298,16 @@ impl Poller {
         }
     }
 
-    /// Polls until a watched socket is readable (or has room for a waiting write), a task was woken from another thread, or
-    /// `window` has passed since `start`. True if something came.
+    /// Polls until a watched socket is readable (or has room for a waiting write), a task
+    /// was woken from another thread, or `window` has passed since `start`. True if
+    /// something came.
     fn poll_for(&mut self, start: Instant, window: Duration) -> bool {
         loop {
             match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
                 Ok(()) if !self.events.is_empty() => {
                     for event in self.events.iter().filter(|e| e.is_writable()) {
-                        // Room again: the waiting write goes on; watch for data only.
+                        // Room again: the waiting write goes on; watch for data only. A failure
+                        // leaves writability watched, which at worst ends a later poll early.
                         let fd = RawFd::try_from(event.token().0).unwrap_or(-1);
                         let _ = self.poll.registry().reregister(&mut SourceFd(&fd), event.token(), Interest::READABLE);
                     }
