@@ -162,8 +162,9 @@ struct Poller {
     /// When the current idle moment began (set before parking, read after).
     idle_since: Option<Instant>,
     stats: Arc<super::RelayStats>,
-    /// Counts not yet added to `stats`: added at each sample and before each sleep, so a
-    /// park that catches work writes nothing shared.
+    /// Counts not yet added to `stats`: added at each sample (at most a millisecond apart)
+    /// and before a sleep that follows a poll, so a park that catches work writes nothing
+    /// shared.
     polled: Duration,
     caught: u64,
     crowded: u64,
@@ -205,7 +206,7 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
 }
 
 /// Watches `fd` (a connection's socket) for data from this thread's poller, if it has one.
-/// The epoll set forgets it by itself when the socket is closed.
+/// The epoll set forgets it by itself when the socket's last descriptor is closed.
 ///
 /// Readable only: a socket's writable edges also come when its peer merely reads (a Unix
 /// socket's on every read), and watched all the time they ended nearly every poll at once
@@ -215,8 +216,8 @@ pub(crate) fn watch(fd: RawFd) {
     register(fd, Interest::READABLE, |r, s, t, i| r.register(s, t, i));
 }
 
-/// Says that a write on `fd` found the socket full: until the socket has room again, a
-/// poll ends when it does, so the write goes on as soon as the peer takes bytes rather
+/// Says that a write on `fd` found the socket full (or a TLS stream's flush had to wait):
+/// until the socket has room again, a poll ends when it does, so the write goes on as soon as the peer takes bytes rather
 /// than when the window runs out (a bulk result to a slow reader would otherwise wait a
 /// window each time the reader made room, and the link probe would blame the reader).
 pub(crate) fn write_waiting(fd: RawFd) {
@@ -306,8 +307,10 @@ impl Poller {
             match self.poll.poll(&mut self.events, Some(Duration::ZERO)) {
                 Ok(()) if !self.events.is_empty() => {
                     for event in self.events.iter().filter(|e| e.is_writable()) {
-                        // Room again: the waiting write goes on; watch for data only. A failure
-                        // leaves writability watched, which at worst ends a later poll early.
+                        // Room again: the waiting write goes on; watch for data only. Room
+                        // that came while the thread slept is seen here one poll later, and
+                        // ends that poll for nothing, once; a failure to switch back leaves
+                        // room watched, so that socket's peer reading ends polls early.
                         let fd = RawFd::try_from(event.token().0).unwrap_or(-1);
                         let _ = self.poll.registry().reregister(&mut SourceFd(&fd), event.token(), Interest::READABLE);
                     }

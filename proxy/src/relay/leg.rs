@@ -220,7 +220,14 @@ impl AsyncWrite for Transport {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        each_transport!(self, s => Pin::new(s).poll_flush(cx))
+        let this = self.get_mut();
+        let flushed = each_transport!(Pin::new(&mut *this), s => Pin::new(s).poll_flush(cx));
+        // A TLS stream takes a write into its buffer and sends it here: a flush that waits
+        // is a write waiting for room (plain sockets never wait here).
+        if flushed.is_pending() {
+            super::idle_poll::write_waiting(this.socket().as_raw_fd());
+        }
+        flushed
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
