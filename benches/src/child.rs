@@ -269,9 +269,10 @@ impl ProxyChild {
     }
 
     /// What rttscope's polling before sleeping (`relay.idle_poll`) has done so far, from its
-    /// `/metrics`; `None` for the other programs.
+    /// `/metrics`, and its CPU time; `None` for the other programs.
     pub async fn idle_poll(&self) -> Result<Option<IdlePoll>> {
         let Some(admin) = self.admin else { return Ok(None) };
+        let cpu_seconds = self.cpu_time()?.as_secs_f64();
         let url = format!("http://{admin}");
         let metrics = tokio::task::spawn_blocking(move || AdminClient::new(&url, None).get("/metrics"))
             .await?
@@ -279,16 +280,24 @@ impl ProxyChild {
         let seconds = samples(&metrics, "rttscope_idle_poll_seconds_total").get("").copied().unwrap_or(0.0);
         let polls = samples(&metrics, "rttscope_idle_polls_total");
         let count = |outcome: &str| polls.get(&format!("outcome=\"{outcome}\"")).map_or(0, |n| *n as u64);
-        Ok(Some(IdlePoll { seconds, caught: count("caught"), missed: count("missed"), crowded: count("crowded") }))
+        Ok(Some(IdlePoll {
+            seconds,
+            cpu_seconds,
+            caught: count("caught"),
+            missed: count("missed"),
+            crowded: count("crowded"),
+        }))
     }
 }
 
 /// rttscope's `relay.idle_poll` counters: seconds spent polling, and how the idle moments
-/// went (a poll caught work, a poll ran out and the thread slept, or the machine was too
-/// busy to poll).
+/// with the window open went (a poll caught work, a poll ran out and the thread slept, or
+/// the machine was too busy to poll).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct IdlePoll {
     pub seconds: f64,
+    /// The proxy's CPU time over the same span, polling included.
+    pub cpu_seconds: f64,
     pub caught: u64,
     pub missed: u64,
     pub crowded: u64,
@@ -299,6 +308,7 @@ impl IdlePoll {
     pub fn since(self, before: IdlePoll) -> IdlePoll {
         IdlePoll {
             seconds: self.seconds - before.seconds,
+            cpu_seconds: self.cpu_seconds - before.cpu_seconds,
             caught: self.caught.saturating_sub(before.caught),
             missed: self.missed.saturating_sub(before.missed),
             crowded: self.crowded.saturating_sub(before.crowded),
@@ -311,6 +321,7 @@ impl std::ops::Add for IdlePoll {
     fn add(self, other: IdlePoll) -> IdlePoll {
         IdlePoll {
             seconds: self.seconds + other.seconds,
+            cpu_seconds: self.cpu_seconds + other.cpu_seconds,
             caught: self.caught + other.caught,
             missed: self.missed + other.missed,
             crowded: self.crowded + other.crowded,

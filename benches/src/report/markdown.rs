@@ -269,18 +269,18 @@ impl Report {
     fn idle_poll_notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for side in &self.sides {
-            let (Some(polled), Some(cpu)) = (side.point_idle_poll(), side.point_cpu_seconds()) else { continue };
+            let Some(polled) = side.point_idle_poll() else { continue };
             let moments = polled.caught + polled.missed + polled.crowded;
-            if moments == 0 || cpu <= 0.0 {
+            if moments == 0 || polled.cpu_seconds <= 0.0 {
                 continue;
             }
             let share = |n: u64| n as f64 / moments as f64 * 100.0;
             notes.push(format!(
-                "{} polled before sleeping for {:.2} s of its {:.2} s CPU during b ({:.0} %); of {} idle moments a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (more threads runnable than CPUs).",
+                "{} polled before sleeping for {:.2} s of its {:.2} s CPU over b's runs, warm-ups included ({:.0} %); of {} idle moments with the window open a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (more threads runnable than CPUs).",
                 side.name,
                 polled.seconds,
-                cpu,
-                polled.seconds / cpu * 100.0,
+                polled.cpu_seconds,
+                polled.seconds / polled.cpu_seconds * 100.0,
                 group(moments),
                 share(polled.caught),
                 share(polled.missed),

@@ -180,14 +180,9 @@ impl SideResult {
 
     /// Workload d: proxy CPU seconds per 100k queries over all rounds of b.
     pub fn cpu_per_100k(&self) -> Option<f64> {
-        let cpu = self.point_cpu_seconds();
+        let cpu: Option<f64> = self.point_runs.iter().map(|r| r.proxy_cpu_seconds).sum();
         let queries: u64 = self.point_runs.iter().map(|r| r.queries).sum();
         cpu.filter(|_| queries > 0).map(|cpu| cpu / queries as f64 * 1e5)
-    }
-
-    /// The proxy's CPU seconds over all rounds of b.
-    pub fn point_cpu_seconds(&self) -> Option<f64> {
-        self.point_runs.iter().map(|r| r.proxy_cpu_seconds).sum()
     }
 
     /// rttscope's polling before sleeping over all rounds of b.
