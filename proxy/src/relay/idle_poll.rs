@@ -217,9 +217,10 @@ pub(crate) fn watch(fd: RawFd) {
 }
 
 /// Says that a write on `fd` found the socket full (or a TLS stream's flush had to wait):
-/// until the socket has room again, a poll ends when it does, so the write goes on as soon as the peer takes bytes rather
-/// than when the window runs out (a bulk result to a slow reader would otherwise wait a
-/// window each time the reader made room, and the link probe would blame the reader).
+/// until the socket has room again, a poll ends when it does, so the write goes on as soon
+/// as the peer takes bytes rather than when the window runs out (a bulk result to a slow
+/// reader would otherwise wait a window each time the reader made room, and the link probe
+/// would blame the reader).
 pub(crate) fn write_waiting(fd: RawFd) {
     register(fd, Interest::READABLE | Interest::WRITABLE, |r, s, t, i| r.reregister(s, t, i));
 }
