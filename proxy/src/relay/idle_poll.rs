@@ -21,7 +21,9 @@
 //!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread. This is what
 //!   keeps many-connection throughput where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
-//!   this CPU runs at once instead of after the window.
+//!   this CPU runs at once instead of after the window. And a thread that parks because a
+//!   write found its socket full does not poll at all: its peer, perhaps the application on
+//!   this machine reading a result, needs the CPU to make room ([`write_waiting`]).
 //! - It stops at the first sign of work: a watched socket readable (or writable again while
 //!   a write waits for room: [`write_waiting`]), or a task woken from another thread (a
 //!   timer on the main runtime, the drain). Those wake-ups reach the runtime's queue, not
