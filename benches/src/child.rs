@@ -329,6 +329,12 @@ impl std::ops::Add for IdlePoll {
     }
 }
 
+impl std::iter::Sum for IdlePoll {
+    fn sum<I: Iterator<Item = IdlePoll>>(runs: I) -> IdlePoll {
+        runs.fold(IdlePoll::default(), |a, b| a + b)
+    }
+}
+
 /// rttscope's `listen` key at `endpoint` with TLS for clients by `cert` and `key` (PEM files).
 pub fn client_tls_listen_yaml(endpoint: &Endpoint, cert: &Path, key: &Path) -> String {
     format!(

@@ -187,8 +187,7 @@ impl SideResult {
 
     /// rttscope's polling before sleeping over all rounds of b.
     pub fn point_idle_poll(&self) -> Option<crate::child::IdlePoll> {
-        let runs: Option<Vec<_>> = self.point_runs.iter().map(|r| r.proxy_idle_poll).collect();
-        runs.map(|runs| runs.into_iter().fold(crate::child::IdlePoll::default(), |a, b| a + b))
+        self.point_runs.iter().map(|r| r.proxy_idle_poll).sum()
     }
 
     /// Workload c: median MB/s.
