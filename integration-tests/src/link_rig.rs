@@ -187,7 +187,7 @@ pub fn show(what: &str, v: &Value) {
     let share = |key: &str| 100.0 * num(v, key) / duration.max(1.0);
     eprintln!(
         "{what}: limit {} | {:.1} Mbit/s ({:.2} MB in {:.2} s) | bytes/RTT {} | advertised window {} | rcvbuf {} | \
-         idle {:.0}% | held off {:.0}% | server pauses {} ({:.0}%) | rtt {} µs, base {} µs | {} samples",
+         idle {:.0}% | held off {:.0}% (window after {}, tail {} µs) | server pauses {} ({:.0}%) | rtt {} µs, base {} µs | {} samples",
         v["limit"],
         mbit(num(v, "throughput")),
         num(v, "bytes") / 1e6,
@@ -197,6 +197,8 @@ pub fn show(what: &str, v: &Value) {
         v["receive_buffer"],
         share("idle_us"),
         share("held_off_us"),
+        v["window_after_hold"],
+        v["reader_tail_us"],
         v["server_pauses"],
         share("server_pause_us"),
         v["rtt_us"],

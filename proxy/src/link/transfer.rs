@@ -11,6 +11,14 @@ use crate::socket::{LinkSample, LossCounters};
 /// Shares of a transfer's time that decide a verdict.
 const CLIENT_READER_SHARE: f64 = 0.25;
 const SERVER_PAUSE_SHARE: f64 = 0.25;
+/// Holding off for the client cost a transfer time only when the server then had to wait
+/// (the window closed) or when the response's end waited for the client after the kernel
+/// had it all (this share of the transfer or more). Otherwise the path kept delivering
+/// meanwhile and rttscope caught up: over the emulator a reader that lagged in bursts (held
+/// off 17-28 % of the time) still left the transfer at 88-92 % of the link, with tails of
+/// about a millisecond, where one reading at 40 % of the link left tails of 16-24 %.
+pub(super) const READER_TAIL_SHARE: f64 = 0.1;
+
 /// Over the emulator (20 ms, 100 Mbit/s) servers held to 16-128 KiB of send
 /// buffer left the pipe 61-76 % idle; link-limited 22 MB transfers 2-28 %,
 /// the high end on a busy 2-core host, where loss recovery and scheduling
@@ -44,6 +52,12 @@ const LOSS_STALL_SHARE: f64 = 0.05;
 /// Small responses judged together for the `latency` verdict.
 const LATENCY_WINDOW: u64 = 1000;
 
+/// Whether the window rttscope advertised right after a hold-off was shut: under two
+/// segments (the kernel advertises none smaller).
+pub(super) fn window_closed(window_after_hold: Option<u64>, mss: u32) -> bool {
+    window_after_hold.is_some_and(|w| w < 2 * u64::from(mss.max(1)))
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct Transfer {
     first_us: u64,
@@ -72,6 +86,14 @@ struct Transfer {
     max_window: u32,
     max_rcvbuf: u32,
     samples: u32,
+    /// rttscope resumed reading since the last reading of the socket.
+    resumed: bool,
+    /// The smallest window advertised at a reading right after a hold-off.
+    window_after_hold: Option<u32>,
+    /// The socket's `bytes_received` at the latest reading, and the time of the read behind
+    /// the first reading that showed it: when the kernel last took in more of the response.
+    received: u64,
+    received_at_us: Option<u64>,
 }
 
 /// How a gap between reads was counted.
@@ -225,6 +247,7 @@ impl TransferTracker {
                     t.blocked_us += now_us.saturating_sub(since);
                     // The gap that follows is the client's doing, not the path's.
                     t.last_read_us = now_us;
+                    t.resumed = true;
                 }
             }
             _ => {}
@@ -234,7 +257,7 @@ impl TransferTracker {
     /// Whether a gap just ended that a reading of the socket should explain (now, before
     /// more reads blur which gap a hole belonged to).
     pub fn wants_sample(&self) -> bool {
-        self.current.is_some_and(|t| t.open_gap.is_some())
+        self.current.is_some_and(|t| t.open_gap.is_some() || t.resumed)
     }
 
     /// A reading of the upstream socket.
@@ -261,6 +284,15 @@ impl TransferTracker {
             t.max_window = t.max_window.max(s.advertised_window());
             t.max_rcvbuf = t.max_rcvbuf.max(s.rcvbuf);
             t.max_mss = t.max_mss.max(s.rcv_mss);
+            if std::mem::take(&mut t.resumed) {
+                let window = s.advertised_window();
+                t.window_after_hold = Some(t.window_after_hold.map_or(window, |w| w.min(window)));
+            }
+            // Readings follow reads: the latest read's time is the reading's.
+            if s.bytes_received != t.received {
+                t.received = s.bytes_received;
+                t.received_at_us = Some(t.last_read_us);
+            }
             // Segments queued behind a hole while the reads stood still: the gap was a
             // retransmission being awaited, whatever its length said.
             if let Some((gap, kind)) = t.open_gap.take()
@@ -300,7 +332,8 @@ impl TransferTracker {
             return self.judge_small();
         }
         let t = self.current.take()?;
-        let duration_us = t.last_read_us.max(now_us).saturating_sub(t.first_us).max(1);
+        let end_us = t.last_read_us.max(now_us);
+        let duration_us = end_us.saturating_sub(t.first_us).max(1);
         let rtt_us = if t.rtt_n > 0 { (t.rtt_sum / u64::from(t.rtt_n)) as u32 } else { self.rtt_us };
         let base_rtt_us = if t.min_rtt_us == u32::MAX { self.min_rtt_us } else { t.min_rtt_us };
         let throughput = (u128::from(bytes) * 1_000_000 / u128::from(duration_us)) as u64;
@@ -332,7 +365,10 @@ impl TransferTracker {
         let our_window_could_bind =
             at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
         let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));
-        let (limit, secondary) = if share(t.blocked_us) >= CLIENT_READER_SHARE {
+        let reader_tail_us = t.received_at_us.map_or(0, |at| end_us.saturating_sub(at));
+        let reader_cost =
+            window_closed(t.window_after_hold.map(u64::from), t.max_mss) || share(reader_tail_us) >= READER_TAIL_SHARE;
+        let (limit, secondary) = if share(t.blocked_us) >= CLIENT_READER_SHARE && reader_cost {
             (LinkLimit::ClientReader, None)
         } else if share(t.server_pause_us) >= SERVER_PAUSE_SHARE {
             (LinkLimit::Server, None)
@@ -364,6 +400,8 @@ impl TransferTracker {
             receive_buffer: u64::from(t.max_rcvbuf),
             idle_us: t.idle_us,
             held_off_us: t.blocked_us,
+            window_after_hold: t.window_after_hold.map(u64::from),
+            reader_tail_us,
             server_pauses: t.server_pauses,
             server_pause_us: t.server_pause_us,
             samples: t.samples,
@@ -395,6 +433,8 @@ impl TransferTracker {
             receive_buffer: 0,
             idle_us: 0,
             held_off_us: 0,
+            window_after_hold: None,
+            reader_tail_us: 0,
             server_pauses: 0,
             server_pause_us: 0,
             samples: 0,

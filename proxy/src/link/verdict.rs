@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::expected::{Expected, HostCheck};
 use super::loss::Loss;
 use super::sysctl::Sysctls;
-use super::transfer::{LOSS_OUTRUN, MIN_LOSS_EVENTS};
+use super::transfer::{LOSS_OUTRUN, MIN_LOSS_EVENTS, READER_TAIL_SHARE, window_closed};
 use crate::human::{bytes, count, counted, rate, us};
 
 /// The limits, named as reports and metrics name them.
@@ -93,6 +93,12 @@ pub struct Measurement {
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// The smallest receive window rttscope advertised at a reading right after it resumed
+    /// reading for the client, bytes; `None` without a hold-off (or a reading after one).
+    pub window_after_hold: Option<u64>,
+    /// Time rttscope went on reading the response after the kernel had taken in all of it,
+    /// µs (to a reading's resolution): what the client's pace added to the end of the transfer.
+    pub reader_tail_us: u64,
     /// Gaps of several RTTs with nothing in flight: the server producing the result.
     pub server_pauses: u32,
     /// Their time, µs.
@@ -172,6 +178,7 @@ impl Links {
         let path = self.expected.bytes_per_second.or((self.fastest > 0).then_some(self.fastest));
         let bdp = path.map(|p| p * rtt / 1_000_000);
         let (mut summary, mut fix) = self.words(&m, path, bdp);
+        summary.push_str(&lag_words(&m));
         summary.push_str(&self.expected.words(&m));
         if let Some((more, more_fix)) = loss_words(&m) {
             summary.push_str(&more);
@@ -231,9 +238,10 @@ impl Links {
             ),
             LinkLimit::ClientReader => (
                 format!(
-                    "{moved}: the application read slowly; rttscope's buffer was full and it stopped reading the server for {} ({:.0}% of the transfer), closing the server's window",
+                    "{moved}: the application read slowly; rttscope's buffer was full and it stopped reading the server for {} ({:.0}% of the transfer){}",
                     us(m.held_off_us),
-                    100.0 * m.held_off_us as f64 / m.duration_us.max(1) as f64
+                    100.0 * m.held_off_us as f64 / m.duration_us.max(1) as f64,
+                    reader_cost_words(m)
                 ),
                 "Read results as they arrive (stream them) instead of processing row by row between reads, or give the application more CPU; nothing on the network will help.".to_owned(),
             ),
@@ -286,6 +294,36 @@ impl Links {
     pub fn reset(&mut self) {
         self.recent.clear();
     }
+}
+
+/// How a slow client cost the transfer time: the server's window shut, or the response's end
+/// waiting in rttscope's socket for the client.
+fn reader_cost_words(m: &Measurement) -> String {
+    let mut words = String::new();
+    if window_closed(m.window_after_hold, m.loss.mss) {
+        words.push_str(", closing the server's window");
+    }
+    if m.reader_tail_us as f64 >= READER_TAIL_SHARE * m.duration_us as f64 {
+        words.push_str(&format!(
+            "; the last of the response had arrived {} before the application took it",
+            us(m.reader_tail_us)
+        ));
+    }
+    words
+}
+
+/// What a verdict says of a client that held rttscope off without costing the transfer
+/// anything: the path kept delivering meanwhile.
+fn lag_words(m: &Measurement) -> String {
+    let held = m.held_off_us as f64 / m.duration_us.max(1) as f64;
+    if m.limit == LinkLimit::ClientReader || m.limit == LinkLimit::Latency || held < 0.1 {
+        return String::new();
+    }
+    format!(
+        "; the application fell behind at times (rttscope stopped reading the server for {}, {:.0}% of the transfer), but the server kept sending meanwhile: not a limit here",
+        us(m.held_off_us),
+        100.0 * held
+    )
 }
 
 /// What a verdict adds about loss it did not name as the limit: a second limit beside a
@@ -359,6 +397,8 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         receive_buffer: 2 << 20,
         idle_us: 0,
         held_off_us: 0,
+        window_after_hold: None,
+        reader_tail_us: 0,
         server_pauses: 1,
         server_pause_us: 50_000,
         samples: 100,
@@ -390,6 +430,32 @@ mod tests {
         let words = links.add(1, 0, m).summary.clone();
         assert!(words.contains("840 segments arrived out of order (6 holes filled in 114.00 ms)"), "{words}");
         assert!(words.contains("harmless, they did not limit this transfer (3.7 × the Mathis bound"), "{words}");
+    }
+
+    #[test]
+    fn a_slow_client_is_said_to_have_cost_what_it_cost() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        let mut shut = measurement(LinkLimit::ClientReader);
+        (shut.duration_us, shut.held_off_us, shut.window_after_hold) = (2_000_000, 1_500_000, Some(0));
+        let words = links.add(1, 0, shut).summary.clone();
+        assert!(words.ends_with("(75% of the transfer), closing the server's window"), "{words}");
+        let mut waited = shut;
+        (waited.window_after_hold, waited.reader_tail_us) = (Some(4 << 20), 800_000);
+        let words = links.add(1, 0, waited).summary.clone();
+        assert!(
+            words.ends_with(
+                "(75% of the transfer); the last of the response had arrived 800.00 ms before the application took it"
+            ),
+            "{words}"
+        );
+        // Held off as long, at the link's pace: said, and said to be harmless.
+        let mut lagged = waited;
+        (lagged.limit, lagged.reader_tail_us, lagged.held_off_us) = (LinkLimit::Link, 1_000, 560_000);
+        let words = links.add(1, 0, lagged).summary.clone();
+        assert!(words.contains("; the application fell behind at times (rttscope stopped reading the server for 560.00 ms, 28% of the transfer), but the server kept sending meanwhile: not a limit here"), "{words}");
+        lagged.held_off_us = 100_000;
+        let words = links.add(1, 0, lagged).summary.clone();
+        assert!(!words.contains("fell behind"), "{words}");
     }
 
     #[test]

@@ -41,6 +41,14 @@ pub struct LinkReport {
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// The smallest receive window rttscope advertised right after it resumed reading for the
+    /// client, bytes: near nothing when holding off closed the server's window.
+    #[serde(default)]
+    pub window_after_hold: Option<u64>,
+    /// Time rttscope went on passing the response to the client after the server's last byte of
+    /// it had arrived, µs, to a reading's resolution (`link.sample_interval`).
+    #[serde(default)]
+    pub reader_tail_us: u64,
     /// Gaps of several RTTs between reads with nothing in flight: the server producing the result
     /// slowly.
     pub server_pauses: u32,
@@ -94,6 +102,8 @@ impl From<&LinkVerdict> for LinkReport {
             receive_buffer: m.receive_buffer,
             idle_us: m.idle_us,
             held_off_us: m.held_off_us,
+            window_after_hold: m.window_after_hold,
+            reader_tail_us: m.reader_tail_us,
             server_pauses: m.server_pauses,
             server_pause_us: m.server_pause_us,
             samples: m.samples,

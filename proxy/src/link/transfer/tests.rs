@@ -135,21 +135,91 @@ fn a_transfer_too_quick_to_sample_is_not_a_window() {
     assert_eq!((m.limit, m.advertised_window), (LinkLimit::Link, 0), "{m:?}");
 }
 
+/// A reading right after a read: the window rttscope advertises and what the kernel has
+/// taken in of the response so far.
+fn reading(t: &mut TransferTracker, advertised: u32, received: u64) {
+    t.sample(&LinkSample {
+        rtt_us: 20_000,
+        min_rtt_us: Some(20_000),
+        rcv_mss: 1448,
+        rcv_wnd: Some(advertised),
+        rcvbuf: 6 << 20,
+        bytes_received: received,
+        ..LinkSample::default()
+    });
+}
+
 #[test]
-fn holding_off_for_a_slow_client_is_the_client_reader() {
+fn holding_off_until_the_window_closes_is_the_client_reader() {
     let mut t = tracker();
     t.response_started(0);
-    let mut now = 0;
+    let (mut now, mut received) = (0, 0);
+    // The client takes 40 KB every 31 ms: the buffer full, the window shut at each resumption,
+    // the server sending only what the client makes room for.
     for _ in 0..50 {
         now += 1_000;
         t.read(now);
         t.held_off(true, now);
         now += 30_000;
         t.held_off(false, now);
+        t.read(now);
+        received += 40_000;
+        reading(&mut t, 0, received);
     }
     let m = t.finished(now, 2 << 20, 1, now).unwrap();
     assert_eq!(m.limit, LinkLimit::ClientReader, "{m:?}");
+    assert_eq!(m.window_after_hold, Some(0), "{m:?}");
     assert_eq!(m.idle_us, 0, "time held off is not idle pipe");
+}
+
+#[test]
+fn a_response_that_waited_in_the_socket_for_the_client_is_the_client_reader() {
+    let mut t = tracker();
+    t.response_started(0);
+    // Wide buffers: the window never closes, the kernel has all 10 MB after 0.8 s, and the
+    // client takes it until 2 s.
+    let (mut now, mut received) = (0, 0);
+    while now < 2_000_000 {
+        now += 1_000;
+        t.read(now);
+        t.held_off(true, now);
+        now += 9_000;
+        t.held_off(false, now);
+        t.read(now);
+        received = (received + 125_000).min(10_000_000);
+        reading(&mut t, 2 << 20, received);
+    }
+    let m = t.finished(now, 10_000_000, 1, now).unwrap();
+    assert_eq!(m.limit, LinkLimit::ClientReader, "{m:?}");
+    assert!((1_150_000..=1_250_000).contains(&m.reader_tail_us), "{m:?}");
+}
+
+/// The CI failure at 59c1977: a client held rttscope off 28 % of a 22 MB transfer over the
+/// emulator, in short bursts, and the verdict blamed it; the path had gone on delivering
+/// (the transfer ran at 88 % of the link) and the window never closed.
+#[test]
+fn a_client_lagging_in_bursts_while_the_path_delivers_is_not_the_limit() {
+    let mut t = tracker();
+    t.response_started(0);
+    let (mut now, mut received) = (0, 0);
+    // 100 Mbit/s: 32 KiB every 2.6 ms; every sixth read the client lags 6 ms, and what came
+    // meanwhile waits in the socket until rttscope catches up.
+    for i in 1..=770 {
+        now += 2_600;
+        received += 32_768;
+        if i % 6 == 0 {
+            t.held_off(true, now);
+            now += 6_000;
+            t.held_off(false, now);
+        }
+        t.read(now);
+        reading(&mut t, 3 << 20, received);
+    }
+    let m = t.finished(now, received, 1, now).unwrap();
+    let held = m.held_off_us as f64 / m.duration_us as f64;
+    assert!(held > 0.25, "held off {held}: as long as in the failure");
+    assert_eq!(m.limit, LinkLimit::Link, "{m:?}");
+    assert_eq!(m.reader_tail_us, 0, "{m:?}");
 }
 
 #[test]
