@@ -66,6 +66,10 @@ pub struct Recorder {
     now_us: u64,
     /// How long an emulated link holds the current chunk, µs.
     hold_us: u64,
+    /// Time reading waited for an emulated link's full buffer, µs, each way: up since the
+    /// last request was recorded, down since the last response ended.
+    stalled_up: u64,
+    stalled_down: u64,
     started_us: Option<u64>,
     texts: Texts,
     statements: Statements,
@@ -107,6 +111,8 @@ impl Recorder {
             shown: None,
             now_us: micros(accepted),
             hold_us: 0,
+            stalled_up: 0,
+            stalled_down: 0,
             started_us: Some(micros(accepted)),
             texts: Texts::new(settings.examples),
             statements: Statements::default(),
@@ -209,7 +215,7 @@ impl Observer for Recorder {
         let mut prepare = None;
         let mut ansi_quotes = None;
         // The emulated link held the request this long on its way up.
-        record.injected_us = self.hold_us;
+        record.injected_us = self.hold_us + std::mem::take(&mut self.stalled_up);
         match c.command {
             COM_QUERY if c.query_attributes => {
                 // Attributes (OpenTelemetry's among them) before the SQL; a traceparent
@@ -325,8 +331,9 @@ impl Observer for Recorder {
         let ok = s.error.is_none();
         record.last_byte_us = self.now_us.max(record.request_us);
         record.rtt_us = self.base_rtt_us;
-        // ... and the end of the response this long on its way down.
-        record.injected_us += self.hold_us;
+        // ... and the end of the response this long on its way down, after the link had held
+        // back the rest of it (a bandwidth limit: most of a large result's time).
+        record.injected_us += self.hold_us + std::mem::take(&mut self.stalled_down);
         // Connection setup also paid the upstream TCP handshake, greeting and TLS.
         record.round_trips = s.round_trips + if record.command == CONNECT { self.setup_round_trips } else { 0 };
         record.bytes_up = s.bytes_up;
@@ -385,6 +392,13 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
+    fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
+        match direction {
+            Direction::ToUpstream => self.stalled_up += stalled_us,
+            Direction::ToClient => self.stalled_down += stalled_us,
+        }
+    }
+
     fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, _len: usize) {
         self.send_held();
         // Times are as the client lives them: a request when it sent it, a

@@ -20,6 +20,10 @@ pub trait Tap: Observer {
     /// emulated link). Both are [`micros`](super::micros), read once per chunk by the relay
     /// so that no observer does clock arithmetic of its own.
     fn arrived(&mut self, _direction: Direction, _arrived_us: u64, _released_us: u64, _len: usize) {}
+    /// Before the bytes `arrived` tells next, reading had waited `stalled_us` because an
+    /// emulated link's bytes filled rttscope's buffer: time the link added (its sender's
+    /// window closed meanwhile), beyond what those bytes are held.
+    fn line_stalled(&mut self, _direction: Direction, _stalled_us: u64) {}
     /// The handshake was relayed: who connected, as whom.
     fn connected(&mut self, _client: &str, _response: &HandshakeResponse41, _legs: &Legs) {}
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -97,6 +101,11 @@ impl<T: Tap> Tap for Option<T> {
             t.arrived(direction, arrived_us, released_us, len);
         }
     }
+    fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
+        if let Some(t) = self {
+            t.line_stalled(direction, stalled_us);
+        }
+    }
     fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
         if let Some(t) = self {
             t.connected(client, response, legs);
@@ -149,6 +158,9 @@ macro_rules! tuple_tap {
         impl<$($t: Tap),+> Tap for ($($t,)+) {
             fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
                 $(self.$i.arrived(direction, arrived_us, released_us, len);)+
+            }
+            fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
+                $(self.$i.line_stalled(direction, stalled_us);)+
             }
             fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
                 $(self.$i.connected(client, response, legs);)+

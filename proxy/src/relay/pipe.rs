@@ -56,6 +56,11 @@ pub(super) struct HalfPipe {
     /// once those bytes are on their way (a server's last ERR before its RST, say).
     deferred_error: Option<io::Error>,
     last_late_write: Option<Instant>,
+    /// Since when reading has waited because a read filled the buffer with bytes the emulated
+    /// link holds: the link's doing (its sender's window closes meanwhile) until a write
+    /// makes room. Such waits add up in `line_stalled_us` until the next read tells them.
+    line_full_since: Option<Instant>,
+    line_stalled_us: u64,
     /// Where bytes beyond `base` are accounted for, across connections.
     budget: Arc<BufferBudget>,
 }
@@ -126,6 +131,9 @@ pub(super) struct Fresh {
     pub range: std::ops::Range<usize>,
     pub arrived_us: u64,
     pub released_us: u64,
+    /// How long reading had waited before this read because the emulated link's bytes
+    /// filled the buffer, µs: time the link added besides `released_us - arrived_us`.
+    pub stalled_us: u64,
 }
 
 impl HalfPipe {
@@ -150,6 +158,8 @@ impl HalfPipe {
             read_flag: None,
             deferred_error: None,
             last_late_write: None,
+            line_full_since: None,
+            line_stalled_us: 0,
             budget,
         }
     }
@@ -236,7 +246,7 @@ impl HalfPipe {
         self.buf[..bytes.len()].copy_from_slice(bytes);
         (self.start, self.end) = (0, bytes.len());
         let now = now_us();
-        Some(Fresh { range: 0..bytes.len(), arrived_us: now, released_us: now })
+        Some(Fresh { range: 0..bytes.len(), arrived_us: now, released_us: now, stalled_us: 0 })
     }
 
     /// The task was woken: the read is polled again if it was armed and is what woke it
@@ -304,12 +314,18 @@ impl HalfPipe {
             // End of stream, nothing before it.
             return Ok(None);
         }
-        let (arrived_us, released_us) = match &mut self.line {
+        let (arrived_us, released_us, stalled_us) = match &mut self.line {
             Some(line) => {
                 // The delay line schedules by `Instant` (tokio's, which tests may pause).
                 let arrived = Instant::now();
                 let released = line.schedule(arrived.into_std(), self.end - start);
-                (micros(arrived), micros(Instant::from_std(released)))
+                let stalled = std::mem::take(&mut self.line_stalled_us);
+                // Full of bytes the link has yet to release (not of bytes a slow peer left):
+                // the link holds the sender back from now until the next read.
+                if self.end == self.buf.len() && !self.peer_slow {
+                    self.line_full_since = Some(arrived);
+                }
+                (micros(arrived), micros(Instant::from_std(released)), stalled)
             }
             None => {
                 let arrived_us = now_us();
@@ -328,10 +344,10 @@ impl HalfPipe {
                 }
                 // Armed, or closed: nothing more to read on this side until woken.
                 *moved = !(self.read_armed || self.read_closed);
-                (arrived_us, arrived_us)
+                (arrived_us, arrived_us, 0)
             }
         };
-        Ok(Some(Fresh { range: start..self.end, arrived_us, released_us }))
+        Ok(Some(Fresh { range: start..self.end, arrived_us, released_us, stalled_us }))
     }
 
     /// Whether this side could read and its waker is not registered: the pump must turn
@@ -430,6 +446,10 @@ impl HalfPipe {
                         return Err(RelayError::io(to_peer, io::ErrorKind::WriteZero.into()));
                     }
                     moved = true;
+                    if let Some(since) = self.line_full_since.take() {
+                        // Room again: the wait for it was the link's.
+                        self.line_stalled_us += micros(Instant::now()).saturating_sub(micros(since));
+                    }
                     if self.left_waiting {
                         // Off the fast path: only bytes that waited cost a clock read.
                         self.last_late_write = Some(Instant::now());
@@ -443,6 +463,9 @@ impl HalfPipe {
                         // buffer, so only between transfers: not with fresh bytes).
                         self.start = 0;
                         self.end = 0;
+                        // No read came while room was made: the server had sent all it had,
+                        // and that wait is the last bytes' hold, told with them.
+                        self.line_stalled_us = 0;
                     }
                 }
                 Poll::Pending => self.peer_slow = true,

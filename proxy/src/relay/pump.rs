@@ -182,6 +182,9 @@ pub(super) async fn pump(
             let local = answer.is_some();
             let see = |pipe: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers| {
                 let released_us = if local { fresh.arrived_us } else { fresh.released_us };
+                if fresh.stalled_us > 0 {
+                    tap.line_stalled(Direction::ToUpstream, fresh.stalled_us);
+                }
                 tap.arrived(Direction::ToUpstream, fresh.arrived_us, released_us, fresh.range.len());
                 pipe.scan(fresh, |scanner, bytes| scanner.scan(bytes, &mut session.client(tap)));
             };
@@ -355,6 +358,9 @@ pub(super) async fn pump(
 /// Lets the observers see bytes read from the server; with `renumber`, rewriting their
 /// sequence ids (before they are written).
 fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, tap: &mut Observers, renumber: bool) {
+    if fresh.stalled_us > 0 {
+        tap.line_stalled(Direction::ToClient, fresh.stalled_us);
+    }
     tap.arrived(Direction::ToClient, fresh.arrived_us, fresh.released_us, fresh.range.len());
     let boundary = if renumber {
         to_client.scan_mut(fresh, |scanner, bytes| {
