@@ -321,10 +321,9 @@ impl HalfPipe {
                 let released = line.schedule(arrived.into_std(), self.end - start);
                 let stalled = std::mem::take(&mut self.line_stalled_us);
                 // Full of bytes the link has yet to release (not of bytes a slow peer left):
-                // the link holds the sender back from now until the next read.
-                if self.end == self.buf.len() && !self.peer_slow {
-                    self.line_full_since = Some(arrived);
-                }
+                // the link holds the sender back from now until a write makes room. Not full
+                // (or grown since): reading goes on, and an earlier mark is no wait.
+                self.line_full_since = (self.end == self.buf.len() && !self.peer_slow).then_some(arrived);
                 (micros(arrived), micros(Instant::from_std(released)), stalled)
             }
             None => {
