@@ -229,8 +229,7 @@ pub(crate) fn watch(fd: RawFd) {
 ///
 /// And the thread's next park does not poll at all: it parks because its peer is slower
 /// than it, and the peer — on the same machine, the application reading a result — needs
-/// the CPU to make room. Polling there took that CPU (the `link_verdicts` path test, run
-/// beside the others on 2 CPUs, blamed the reader).
+/// the CPU to make room, and polling there would take it.
 pub(crate) fn write_waiting(fd: RawFd) {
     POLLER.with(|p| {
         if let Ok(poller) = p.try_borrow()

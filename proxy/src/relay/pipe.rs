@@ -447,7 +447,7 @@ impl HalfPipe {
                     moved = true;
                     if let Some(since) = self.line_full_since.take() {
                         // Room again: the wait for it was the link's.
-                        self.line_stalled_us += micros(Instant::now()).saturating_sub(micros(since));
+                        self.line_stalled_us += Instant::now().saturating_duration_since(since).as_micros() as u64;
                     }
                     if self.left_waiting {
                         // Off the fast path: only bytes that waited cost a clock read.
