@@ -27,12 +27,37 @@ const MAX_SCOPES: usize = 1024;
 /// Statements counted per episode for its evidence.
 const TOP_TRACKED: usize = 64;
 
-/// One housekeeping round trip, as the window remembers it.
+/// One housekeeping round trip, as the window remembers it until an episode starts.
 #[derive(Clone, Debug)]
 struct Seen {
     step: Step,
     fingerprint: FingerprintId,
     text: Arc<str>,
+}
+
+/// When a round trip began and ended: all the window needs of it while an episode runs,
+/// as the episode has counted the rest. (A whole [`Seen`], 80-odd bytes and a reference
+/// count, went in and out of the window for every command of a long episode.)
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    request_us: u64,
+    last_byte_us: u64,
+}
+
+trait Timed {
+    fn span(&self) -> Span;
+}
+
+impl Timed for Span {
+    fn span(&self) -> Span {
+        *self
+    }
+}
+
+impl Timed for Seen {
+    fn span(&self) -> Span {
+        Span { request_us: self.step.request_us, last_byte_us: self.step.last_byte_us }
+    }
 }
 
 struct Episode {
@@ -48,24 +73,22 @@ impl Episode {
         Episode { run, by_statement: HashMap::default(), best: None }
     }
 
-    fn add(&mut self, seen: &Seen, ctx: &Context) {
-        self.run.add_step(&seen.step, ctx);
-        // A statement's text is the same whichever of its commands brought it: `seen.text`
+    fn add(&mut self, step: &Step, id: FingerprintId, text: &Arc<str>, ctx: &Context) {
+        self.run.add_step(step, ctx);
+        // A statement's text is the same whichever of its commands brought it: `text`
         // stands for the one kept, so nothing is cloned for a statement already counted.
-        let count = if let Some((_, n)) = self.by_statement.get_mut(&seen.fingerprint) {
+        let count = if let Some((_, n)) = self.by_statement.get_mut(&id) {
             *n += 1;
             *n
         } else if self.by_statement.len() < TOP_TRACKED {
-            self.by_statement.insert(seen.fingerprint, (seen.text.clone(), 1));
+            self.by_statement.insert(id, (text.clone(), 1));
             1
         } else {
             // Not counted: the statement and the top stay as they were.
             return;
         };
-        let text = &seen.text;
         // The finding is about its most frequent statement. Only this one's count moved, so
         // the most frequent is either the one before or this one.
-        let id = seen.fingerprint;
         if self.best.is_none_or(|(best, n)| best == id || count > n || (count == n && id < best)) {
             if self.best.is_none_or(|(best, _)| best != id) {
                 self.run.fingerprint = id;
@@ -96,15 +119,28 @@ impl Episode {
 
 #[derive(Default)]
 struct Window {
-    /// The latest housekeeping round trips, at most `min_round_trips`, and only those that
-    /// can still share a window with the newest: older ones can never make it dense again.
-    /// (A pooled connection pinging every second kept its last 100 pings, 10 KiB, for
-    /// nothing; now it keeps the last `window`'s.)
+    /// The latest housekeeping round trips while no episode runs, at most
+    /// `min_round_trips`, and only those that can still share a window with the newest:
+    /// older ones can never make it dense again. (A pooled connection pinging every second
+    /// kept its last 100 pings, 10 KiB, for nothing; now it keeps the last `window`'s.)
     recent: VecDeque<Seen>,
+    /// The same while an episode runs, only their spans: empty otherwise.
+    spans: VecDeque<Span>,
     /// Round trips since the window began (or restarted after an episode), up to
-    /// `min_round_trips`: what `recent.len()` was before old ones were let go.
+    /// `min_round_trips`: what the window's length was before old ones were let go.
     since_start: usize,
     episode: Option<Episode>,
+}
+
+impl Window {
+    /// When its newest round trip ended (0 for none).
+    fn last_us(&self) -> u64 {
+        match (self.spans.back(), self.recent.back()) {
+            (Some(span), _) => span.last_byte_us,
+            (None, Some(seen)) => seen.step.last_byte_us,
+            (None, None) => 0,
+        }
+    }
 }
 
 pub struct Chatty {
@@ -131,12 +167,25 @@ impl Chatty {
     }
 }
 
-/// Whether a window's latest round trips are as dense as a chatty session's: at least
+/// Adds the newest round trip to a window's, lets go of those that can no longer share a
+/// window with it, and says whether the rest are as dense as a chatty session's: at least
 /// `min_round_trips`, within `window_us`.
-fn dense(recent: &VecDeque<Seen>, min_round_trips: usize, window_us: u64) -> bool {
-    match (recent.front(), recent.back()) {
-        (Some(first), Some(last)) if recent.len() >= min_round_trips => {
-            last.step.last_byte_us.saturating_sub(first.step.request_us) <= window_us
+fn push_dense<T: Timed>(recent: &mut VecDeque<T>, newest: T, min_round_trips: usize, window_us: u64) -> bool {
+    let newest_us = newest.span().last_byte_us;
+    recent.push_back(newest);
+    while recent.len() > min_round_trips {
+        recent.pop_front();
+    }
+    while recent.len() > 1 && recent.front().is_some_and(|f| newest_us.saturating_sub(f.span().request_us) > window_us)
+    {
+        recent.pop_front();
+    }
+    if recent.capacity() > 4 * recent.len().max(8) {
+        recent.shrink_to(2 * recent.len());
+    }
+    match recent.front() {
+        Some(first) if recent.len() >= min_round_trips => {
+            newest_us.saturating_sub(first.span().request_us) <= window_us
         }
         _ => false,
     }
@@ -191,61 +240,47 @@ impl Chatty {
         }
         if self.windows.len() >= MAX_SCOPES
             && !self.windows.contains_key(&ctx.scope)
-            && let Some(quietest) = self
-                .windows
-                .iter()
-                .min_by_key(|(_, w)| w.recent.back().map_or(0, |s| s.step.last_byte_us))
-                .map(|(k, _)| *k)
+            && let Some(quietest) = self.windows.iter().min_by_key(|(_, w)| w.last_us()).map(|(k, _)| *k)
             && let Some(w) = self.windows.remove(&quietest)
         {
             ended.extend(w.episode.map(|e| e.run));
         }
         let (min_round_trips, window_us) = (self.min_round_trips, self.window_us);
         // In place: the window is large, and most commands extend one that exists.
-        let w = self.windows.entry(ctx.scope).or_default();
-        let seen = Seen { step: Step::of(r), fingerprint: r.fingerprint, text: r.text.clone() };
-        let newest = seen.step.last_byte_us;
-        w.recent.push_back(seen);
+        let w = &mut **self.windows.entry(ctx.scope).or_default();
         w.since_start = (w.since_start + 1).min(min_round_trips);
-        while w.recent.len() > min_round_trips {
-            w.recent.pop_front();
-        }
-        while w.recent.len() > 1
-            && w.recent.front().is_some_and(|f| newest.saturating_sub(f.step.request_us) > window_us)
-        {
-            w.recent.pop_front();
-        }
-        if w.recent.capacity() > 4 * w.recent.len().max(8) {
-            w.recent.shrink_to(2 * w.recent.len());
-        }
-        let dense = dense(&w.recent, min_round_trips, window_us);
-        let Window { recent, since_start, episode: current } = &mut **w;
-        match current {
-            Some(episode) if dense || *since_start < min_round_trips => {
-                if let Some(seen) = recent.back() {
-                    episode.add(seen, ctx);
+        let step = Step::of(r);
+        match &mut w.episode {
+            Some(episode) => {
+                let span = Span { request_us: step.request_us, last_byte_us: step.last_byte_us };
+                if push_dense(&mut w.spans, span, min_round_trips, window_us) || w.since_start < min_round_trips {
+                    episode.add(&step, r.fingerprint, &r.text, ctx);
+                } else {
+                    // The latest round trips no longer fit in a window: the episode is over,
+                    // and this one starts the next window.
+                    ended.extend(w.episode.take().map(|e| e.run));
+                    w.spans.clear();
+                    w.recent.push_back(Seen { step, fingerprint: r.fingerprint, text: r.text.clone() });
+                    w.since_start = 1;
                 }
             }
-            Some(_) => {
-                // The latest round trips no longer fit in a window: the episode is over, and
-                // this one starts the next window.
-                ended.extend(current.take().map(|e| e.run));
-                recent.drain(..recent.len() - 1);
-                *since_start = 1;
-            }
-            None if dense => {
-                let run = Run::new(Kind::ChattySession, ctx, r, Detail::Chatty { top: Vec::new(), window_us });
-                let mut started = Episode::new(run);
-                for s in recent.iter() {
-                    started.add(s, ctx);
+            None => {
+                let seen = Seen { step, fingerprint: r.fingerprint, text: r.text.clone() };
+                if push_dense(&mut w.recent, seen, min_round_trips, window_us) {
+                    let run = Run::new(Kind::ChattySession, ctx, r, Detail::Chatty { top: Vec::new(), window_us });
+                    let mut started = Episode::new(run);
+                    // Taken, not drained: the window's round trips are only spans from here on.
+                    for s in std::mem::take(&mut w.recent) {
+                        w.spans.push_back(s.span());
+                        started.add(&s.step, s.fingerprint, &s.text, ctx);
+                    }
+                    w.episode = Some(started);
                 }
-                *current = Some(started);
             }
-            None => {}
         }
         // An episode already announced has nothing more to announce: the engine is not sent
         // to look for it again (a look-up in `windows` per command of a long episode).
-        if current.as_ref().is_some_and(|e| !e.run.announced.get()) {
+        if w.episode.as_ref().is_some_and(|e| !e.run.announced.get()) {
             self.last = Some(ctx.scope);
         }
     }
