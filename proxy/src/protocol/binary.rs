@@ -73,30 +73,16 @@ impl Param<'_> {
     }
 }
 
-fn int_text(value: i128) -> Param<'static> {
+/// An integer's decimal text. (By `itoa`, two digits a step: the digit-by-digit loop it
+/// replaces divided an `i128`, a library call per digit, some 280 instructions for a
+/// five-digit id, per parameter of every execute.)
+fn int_text(value: impl itoa::Integer) -> Param<'static> {
+    let mut text = itoa::Buffer::new();
+    let digits = text.format(value).as_bytes();
     let mut buf = [0u8; 20];
-    let mut digits = [0u8; 40];
-    let mut n = value.unsigned_abs();
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let mut len = 0;
-    if value < 0 {
-        buf[0] = b'-';
-        len = 1;
-    }
-    for &d in &digits[i..] {
-        if len < buf.len() {
-            buf[len] = d;
-            len += 1;
-        }
-    }
+    // At most 20 bytes: `i64::MIN` and `u64::MAX` are 20 wide.
+    let len = digits.len().min(buf.len());
+    buf[..len].copy_from_slice(&digits[..len]);
     Param::Int { buf, len: len as u8 }
 }
 
@@ -108,14 +94,14 @@ pub fn read_value(ty: u8, unsigned: bool, buf: &[u8]) -> Option<(Param<'_>, &[u8
         let mut le = [0u8; 8];
         le[..n].copy_from_slice(b);
         let raw = u64::from_le_bytes(le);
-        let value = if unsigned {
-            i128::from(raw)
+        let text = if unsigned {
+            int_text(raw)
         } else {
             // Sign-extend from n bytes.
             let shift = 64 - 8 * n as u32;
-            i128::from(((raw << shift) as i64) >> shift)
+            int_text(((raw << shift) as i64) >> shift)
         };
-        Some((int_text(value), rest))
+        Some((text, rest))
     };
     match ty {
         MYSQL_TYPE_TINY => int(1),
@@ -409,6 +395,8 @@ mod tests {
             assert!(got.is_empty(), "len {len}: {got:?}");
         }
         assert_eq!(collect(&p, 1, &mut Vec::new()), vec![Some(b"42".to_vec())]);
-        assert_eq!(int_text(i128::from(i64::MIN)).canonical(), Some(&b"-9223372036854775808"[..]));
+        assert_eq!(int_text(i64::MIN).canonical(), Some(&b"-9223372036854775808"[..]));
+        assert_eq!(int_text(u64::MAX).canonical(), Some(&b"18446744073709551615"[..]));
+        assert_eq!(int_text(0u64).canonical(), Some(&b"0"[..]));
     }
 }
