@@ -16,6 +16,7 @@
 //! of lookups per transaction.
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -189,17 +190,53 @@ impl Loops {
             values: values.into(),
         });
     }
+}
 
-    /// Whether `run` goes on with an execution of `r`, the scope's statement number
-    /// `statement` after `boundaries` boundaries: back to back, and from the same place.
-    fn continues(&self, run: &LoopRun, kind: Kind, r: &CommandRecord, statement: u64, boundaries: u64) -> bool {
-        let (t, request_us) = (self.thresholds(kind), r.request_us);
-        let between = statement.checked_sub(run.at_statement + 1);
-        run.run.kind == kind
-            && run.run.origin == r.origin
-            && request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
-            && boundaries == run.at_boundary
-            && between.is_some_and(|n| n <= t.max_between)
+/// Whether `run` goes on with an execution of `r` of `kind` (by thresholds `t`), the scope's
+/// statement number `statement` after `boundaries` boundaries: back to back, and from the
+/// same place.
+fn continues(run: &LoopRun, t: &Thresholds, kind: Kind, r: &CommandRecord, statement: u64, boundaries: u64) -> bool {
+    let between = statement.checked_sub(run.at_statement + 1);
+    run.run.kind == kind
+        && run.run.origin == r.origin
+        && r.request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
+        && boundaries == run.at_boundary
+        && between.is_some_and(|n| n <= t.max_between)
+}
+
+/// A run that starts with `r`, the scope's statement number `statement` after `boundaries`
+/// boundaries, with the multi-row results shortly before it in `position` as its candidate parents.
+fn new_run(
+    position: Option<&Position>,
+    kind: Kind,
+    ctx: &Context,
+    r: &CommandRecord,
+    statement: u64,
+    boundaries: u64,
+) -> LoopRun {
+    let candidates: Vec<Candidate> = position
+        .map(|p| {
+            p.parents
+                .iter()
+                .filter(|c| {
+                    c.link.fingerprint != r.fingerprint
+                        && (c.origin.is_none() || r.origin.is_none() || c.origin == r.origin)
+                        && c.link.end_us <= r.request_us
+                        && r.request_us - c.link.end_us <= PARENT_WINDOW_US
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    LoopRun {
+        run: Run::new(kind, ctx, r, Detail::Loop { distinct: 0 }),
+        at_statement: statement,
+        at_boundary: boundaries,
+        last_values: Values::default(),
+        distinct: 0,
+        hits: vec![0; candidates.len()],
+        candidates,
+        checked: 0,
     }
 }
 
@@ -271,47 +308,28 @@ impl Loops {
         };
         let Some(kind) = self.kind_of(r) else { return };
         let key = (scope, r.fingerprint);
-        if let Some(run) = self.runs.get(&key)
-            && !self.continues(run, kind, r, statement, boundaries)
-            && let Some(run) = self.runs.remove(&key)
-        {
-            ended.push(run.run);
-        }
-        if !self.runs.contains_key(&key)
-            && self.runs.len() >= MAX_RUNS
-            && let Some(stalest) = self.runs.iter().min_by_key(|(_, run)| run.run.last_us).map(|(k, _)| *k)
-            && let Some(run) = self.runs.remove(&stalest)
-        {
-            ended.push(run.run);
-        }
-        let positions = &self.positions;
-        let run = self.runs.entry(key).or_insert_with(|| {
-            let candidates: Vec<Candidate> = positions
-                .get(&scope)
-                .map(|p| {
-                    p.parents
-                        .iter()
-                        .filter(|c| {
-                            c.link.fingerprint != r.fingerprint
-                                && (c.origin.is_none() || r.origin.is_none() || c.origin == r.origin)
-                                && c.link.end_us <= r.request_us
-                                && r.request_us - c.link.end_us <= PARENT_WINDOW_US
-                        })
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default();
-            LoopRun {
-                run: Run::new(kind, ctx, r, Detail::Loop { distinct: 0 }),
-                at_statement: statement,
-                at_boundary: boundaries,
-                last_values: Values::default(),
-                distinct: 0,
-                hits: vec![0; candidates.len()],
-                candidates,
-                checked: 0,
+        let t = *self.thresholds(kind);
+        // One look-up when the run goes on, the common case; a new run may need room first.
+        let run = match self.runs.entry(key) {
+            Entry::Occupied(known) => {
+                let run = known.into_mut();
+                if !continues(run, &t, kind, r, statement, boundaries) {
+                    let fresh = new_run(self.positions.get(&scope), kind, ctx, r, statement, boundaries);
+                    ended.push(std::mem::replace(run, fresh).run);
+                }
+                run
             }
-        });
+            Entry::Vacant(_) => {
+                if self.runs.len() >= MAX_RUNS
+                    && let Some(stalest) = self.runs.iter().min_by_key(|(_, run)| run.run.last_us).map(|(k, _)| *k)
+                    && let Some(run) = self.runs.remove(&stalest)
+                {
+                    ended.push(run.run);
+                }
+                let fresh = new_run(self.positions.get(&scope), kind, ctx, r, statement, boundaries);
+                self.runs.entry(key).or_insert(fresh)
+            }
+        };
         if run.run.executions == 0 || r.values != run.last_values {
             run.distinct += 1;
         }
@@ -328,6 +346,10 @@ impl Loops {
             run.run.parent = run.parent().map(|c| c.link.clone());
         }
         run.run.detail = Detail::Loop { distinct: run.distinct };
-        self.last = Some(key);
+        // A run already announced has nothing more to announce: the engine is not sent to
+        // look it up again.
+        if !run.run.announced.get() {
+            self.last = Some(key);
+        }
     }
 }
