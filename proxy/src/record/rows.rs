@@ -27,11 +27,16 @@ pub struct RowSample {
     result_sets: u32,
     rows: usize,
     pub hashes: Vec<u64>,
-    /// The first row of a text result, its bytes kept rather than its values hashed: only
-    /// a result of two rows or more can be a loop's parent, and most results are one row
-    /// (a loop's children among them). A second row, or a second result set, hashes it.
-    first_text_row: Vec<u8>,
+    /// The first row of a result, its bytes kept rather than its values hashed: only a
+    /// result of two rows or more can be a loop's parent, and most results are one row (a
+    /// loop's children among them). A second row, or a second result set, hashes it.
+    first_row: Vec<u8>,
     first_pending: bool,
+    /// Whether the waiting row is in the binary protocol.
+    first_binary: bool,
+    /// The statement's columns the waiting binary row is read with when its result carried
+    /// none (MariaDB's metadata cache): a second result set's rows come without them.
+    first_known_columns: Vec<(u8, bool)>,
 }
 
 impl RowSample {
@@ -64,10 +69,15 @@ impl RowSample {
             return;
         }
         self.rows += 1;
-        if self.rows == 1 && !binary {
-            self.first_text_row.clear();
-            self.first_text_row.extend_from_slice(prefix);
+        if self.rows == 1 {
+            self.first_row.clear();
+            self.first_row.extend_from_slice(prefix);
             self.first_pending = true;
+            self.first_binary = binary;
+            self.first_known_columns.clear();
+            if binary && self.columns.is_empty() {
+                self.first_known_columns.extend_from_slice(known_columns);
+            }
             return;
         }
         self.hash_first_row();
@@ -77,9 +87,9 @@ impl RowSample {
     /// Hashes the first row's values, if they wait.
     fn hash_first_row(&mut self) {
         if std::mem::take(&mut self.first_pending) {
-            let row = std::mem::take(&mut self.first_text_row);
-            self.sample(&row, false, &[]);
-            self.first_text_row = row;
+            let (row, known) = (std::mem::take(&mut self.first_row), std::mem::take(&mut self.first_known_columns));
+            self.sample(&row, self.first_binary, &known);
+            (self.first_row, self.first_known_columns) = (row, known);
         }
     }
 
@@ -155,5 +165,42 @@ mod tests {
         row(&mut s, b"7");
         row(&mut s, b"8");
         assert_eq!(s.hashes, [hashed(b"7"), hashed(b"8")].concat());
+    }
+
+    /// A binary row (header, NULL bitmap, an 8-byte integer).
+    fn binary(value: i64) -> Vec<u8> {
+        [&[0u8, 0][..], &value.to_le_bytes()].concat()
+    }
+
+    #[test]
+    fn a_binary_first_row_waits_like_a_text_one() {
+        use crate::protocol::binary::types::MYSQL_TYPE_LONGLONG;
+        let mut s = RowSample::default();
+        s.result_set();
+        s.column(Some((MYSQL_TYPE_LONGLONG, 0)), ColumnOf::ResultSet);
+        s.row(&binary(7), true, &[]);
+        assert!(s.hashes.is_empty(), "one row: nothing hashed yet");
+        s.row(&binary(8), true, &[]);
+        // Hashed as the same values in a text row would be.
+        assert_eq!(s.hashes, [hashed(b"7"), hashed(b"8")].concat());
+        s.finish();
+
+        // A second result set hashes the waiting row with the first one's columns.
+        s.result_set();
+        s.column(Some((MYSQL_TYPE_LONGLONG, 0)), ColumnOf::ResultSet);
+        s.row(&binary(-7), true, &[]);
+        s.result_set();
+        assert_eq!(s.hashes, hashed(b"-7"));
+        s.finish();
+
+        // Without the result's columns (MariaDB's metadata cache) the statement's read it,
+        // kept with it for a second result set.
+        let known = [(MYSQL_TYPE_LONGLONG, false)];
+        s.result_set();
+        s.row(&binary(9), true, &known);
+        assert!(s.hashes.is_empty());
+        s.result_set();
+        s.row(&binary(10), true, &known);
+        assert_eq!(s.hashes, hashed(b"9"));
     }
 }
