@@ -82,7 +82,7 @@ pub struct CommandMetrics {
     pub result_bytes: BucketHistogram,
     /// `[commands, errors]` by command byte: counted by index, named when a scrape reads
     /// them ([`by_command`](Self::by_command)). (A search of `(name, count)` pairs by name
-    /// cost some 40 instructions a command.)
+    /// cost some 90 instructions a command in f.)
     commands: Box<[[u64; 2]; 256]>,
     /// Per-statement series, the top `metrics.top_statements` by time and `other`.
     pub statements: StatementMetrics,
