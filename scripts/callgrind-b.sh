@@ -42,13 +42,21 @@ for _ in $(seq 1 300); do
 done
 # Past the connections' set-up and into the timed run, then one 3 s window.
 sleep 1.5
-callgrind_control -z >/dev/null 2>&1
+if ! callgrind_control -z >/dev/null 2>&1; then
+  kill "$bench" 2>/dev/null || true
+  echo "callgrind-b.sh: no rttscope under callgrind to zero (see $log)" >&2
+  exit 1
+fi
 sleep 3
 callgrind_control -d >/dev/null 2>&1
 sleep 1
 wait "$bench" || { cat "$log" >&2; exit 1; }
 
-profile=$(ls "$out"/b.*.out.1 | head -1)
+profile=$(find "$out" -maxdepth 1 -name 'b.*.out.1' | head -1)
+if [ -z "$profile" ]; then
+  echo "callgrind-b.sh: callgrind wrote no dump in $out" >&2
+  exit 1
+fi
 cp "$profile" "$out/b.callgrind.out"
 python3 - "$out/b.callgrind.out" <<'EOF'
 import re, subprocess, sys
