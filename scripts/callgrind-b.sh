@@ -8,8 +8,9 @@
 # the output directory for `callgrind_annotate`.
 #
 # Usage: scripts/callgrind-b.sh [OUT_DIR]   (default target/bench/callgrind-b)
-# Valgrind slows the proxy some 50-fold, so the window holds tens of thousands of queries,
-# not b's q/s; compare figures of this script with each other, not with b's.
+# Under valgrind the proxy passes about a sixth of b's q/s (a window of 20,000-35,000
+# queries), and how its wake-ups fall moves the figure by about ±60: compare figures of this
+# script with each other, not with f's or b's.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=$(realpath -m "${1:-target/bench/callgrind-b}")
