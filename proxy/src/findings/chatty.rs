@@ -44,6 +44,12 @@ struct Span {
     last_byte_us: u64,
 }
 
+impl Span {
+    fn of(step: &Step) -> Span {
+        Span { request_us: step.request_us, last_byte_us: step.last_byte_us }
+    }
+}
+
 trait Timed {
     fn span(&self) -> Span;
 }
@@ -56,7 +62,7 @@ impl Timed for Span {
 
 impl Timed for Seen {
     fn span(&self) -> Span {
-        Span { request_us: self.step.request_us, last_byte_us: self.step.last_byte_us }
+        Span::of(&self.step)
     }
 }
 
@@ -252,7 +258,7 @@ impl Chatty {
         let step = Step::of(r);
         match &mut w.episode {
             Some(episode) => {
-                let span = Span { request_us: step.request_us, last_byte_us: step.last_byte_us };
+                let span = Span::of(&step);
                 if push_dense(&mut w.spans, span, min_round_trips, window_us) || w.since_start < min_round_trips {
                     episode.add(&step, r.fingerprint, &r.text, ctx);
                 } else {
