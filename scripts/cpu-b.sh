@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Where workload b's CPU goes, per query, through rttscope and through HAProxy in one run of
+# `rttscope-bench --only b` (prepared point selects on 8 connections). callgrind counts only
+# a proxy's own instructions; on b both proxies spend most of their time in the kernel, and
+# the client and the server share the same two CPUs, so this prints for each side:
+#
+# CPU µs per query of the proxy (each thread), the bench's client, the server, and the
+# machine's idle time; and context switches per query, voluntary and not (from /proc, over
+# 4 s of each side's timed run). For where a proxy's own time goes, kernel included:
+# `perf record -e cpu-clock -g -p PID` (no hardware counters in this VM; cpu-clock works).
+#
+# The queries in a window are the server's `Com_stmt_execute` difference, so it runs
+# against the server RTTSCOPE_TEST_MYSQL_URL names (default: root on 127.0.0.1:3306), and
+# nothing else may run queries there meanwhile.
+#
+# Usage: scripts/cpu-b.sh [OUT_DIR]   (default target/bench/cpu-b)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=$(realpath -m "${1:-target/bench/cpu-b}")
+mkdir -p "$out"
+for tool in mariadb haproxy; do
+  command -v "$tool" >/dev/null || { echo "cpu-b.sh: $tool not found" >&2; exit 1; }
+done
+export RTTSCOPE_TEST_MYSQL_URL=${RTTSCOPE_TEST_MYSQL_URL:-mysql://root@127.0.0.1:3306/}
+hostport=${RTTSCOPE_TEST_MYSQL_URL#*://}
+hostport=${hostport#*@}
+hostport=${hostport%%/*}
+host=${hostport%:*}
+port=${hostport##*:}
+executes() {
+  mariadb --no-defaults -h "$host" -P "$port" -u root -N -e "SHOW GLOBAL STATUS LIKE 'Com_stmt_execute'" | cut -f2
+}
+executes >/dev/null || { echo "cpu-b.sh: cannot read Com_stmt_execute at $host:$port" >&2; exit 1; }
+cargo build --quiet --release -p rttscope -p rttscope-benches
+
+# One line per thread of each party: role, thread name, voluntary and involuntary
+# switches, CPU ticks; then the machine's idle ticks.
+snapshot() { # proxy_pid
+  local role p t
+  for role in proxy client server; do
+    case $role in
+      proxy) p=$1 ;;
+      client) p=$(pgrep -n -x rttscope-bench) ;;
+      server) p=$(pgrep -n -x mariadbd) ;;
+    esac
+    for t in /proc/"$p"/task/*; do
+      printf '%s %s ' "$role" "$(tr ' ' _ <"$t"/comm)"
+      awk '/^voluntary_ctxt/ {v=$2} /^nonvoluntary_ctxt/ {n=$2} END {printf "%d %d ", v, n}' "$t"/status
+      awk '{print $14 + $15}' "$t"/stat
+    done
+  done
+  awk '/^cpu / {print "idle -", 0, 0, $5 + $6}' /proc/stat
+}
+
+log="$out/bench.log"
+./target/release/rttscope-bench --only b --no-raw-pipe --rounds 1 --duration 8s \
+  --proxy-bin "$PWD/target/release/rttscope" --out-dir "$out" >"$log" 2>&1 &
+bench=$!
+trap 'kill "$bench" 2>/dev/null || true' EXIT
+
+for side in rttscope HAProxy; do
+  for _ in $(seq 1 300); do
+    grep -q "b. round 1/1: .* through $side" "$log" && break
+    kill -0 "$bench" 2>/dev/null || { cat "$log" >&2; echo "cpu-b.sh: the bench ended early" >&2; exit 1; }
+    sleep 0.5
+  done
+  if [ "$side" = rttscope ]; then
+    pid=$(pgrep -n -f "^$PWD/target/release/rttscope ") || { echo "cpu-b.sh: no rttscope running" >&2; exit 1; }
+  else
+    pid=$(pgrep -n -x haproxy) || { echo "cpu-b.sh: no haproxy running" >&2; exit 1; }
+  fi
+  sleep 1.5
+  q0=$(executes)
+  snapshot "$pid" >"$out/$side.before"
+  sleep 4
+  q1=$(executes)
+  snapshot "$pid" >"$out/$side.after"
+  python3 - "$out" "$side" $((q1 - q0)) <<'EOF'
+import os, sys
+out, side, queries = sys.argv[1], sys.argv[2], int(sys.argv[3])
+tick_us = 1e6 / os.sysconf('SC_CLK_TCK')
+
+def load(path):
+    rows = {}
+    for line in open(path):
+        role, name, vol, invol, ticks = line.split()
+        # The proxy by thread; the client and the server as wholes.
+        key = f"{side} {name}" if role == 'proxy' else {'client': 'client (bench)'}.get(role, role)
+        old = rows.get(key, (0, 0, 0))
+        rows[key] = (old[0] + int(vol), old[1] + int(invol), old[2] + int(ticks))
+    return rows
+
+before, after = load(f"{out}/{side}.before"), load(f"{out}/{side}.after")
+print(f"{side}: {queries:,} queries in 4 s ({queries / 4:,.0f} q/s)")
+print(f"  {'':<28} {'CPU µs/query':>12} {'switches/query (vol / invol)':>30}")
+for who in sorted(after, key=lambda w: (w == 'idle', w)):
+    vol, invol, ticks = (a - b for a, b in zip(after[who], before.get(who, (0, 0, 0))))
+    if ticks == 0 and vol == 0 and invol == 0:
+        continue
+    switches = '' if who == 'idle' else f"{vol / queries:.2f} / {invol / queries:.2f}"
+    print(f"  {who[:28]:<28} {ticks * tick_us / queries:>12.2f} {switches:>30}")
+EOF
+done
+wait "$bench"
+trap - EXIT
