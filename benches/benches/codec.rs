@@ -144,6 +144,14 @@ fn fingerprints(c: &mut Criterion) {
         (0..50).map(|i| format!("({i}, {}, 'c-{i:08}-28773972837-60736120486', 'pad-{i:06}')", i * 31)).collect();
     let queries = [
         ("point_select", "SELECT c FROM sbtest WHERE id = 4242".to_owned()),
+        // What an ORM sends with its literals inline (PHP's PDO emulates prepares by default):
+        // a cache miss for every new value, so the whole pass runs each time.
+        (
+            "orm_select",
+            "SELECT `users`.`id`, `users`.`name`, `users`.`email`, `users`.`created_at` FROM `users` \
+             WHERE `users`.`account_id` = 4242 AND `users`.`deleted_at` IS NULL ORDER BY `users`.`id` ASC LIMIT 20"
+                .to_owned(),
+        ),
         ("in_list_20", format!("SELECT id, k, c FROM sbtest WHERE id IN ({})", in_list.join(", "))),
         ("insert_50_rows", format!("INSERT INTO sbtest (id, k, c, pad) VALUES {}", tuples.join(", "))),
     ];
