@@ -213,7 +213,9 @@ pub struct Fingerprint<'a> {
 
 /// Normalises statements into reusable buffers; keep one per task, not one per query.
 pub struct Fingerprinter {
-    text: String,
+    /// The normalised text, UTF-8 by construction: bytes, so a word is copied without being
+    /// decoded into characters.
+    text: Vec<u8>,
     values: Vec<u64>,
     scratch: Vec<u8>,
     trace: [u8; 32],
@@ -230,7 +232,7 @@ impl Fingerprinter {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            text: String::with_capacity(1024),
+            text: Vec::with_capacity(1024),
             values: Vec::with_capacity(MAX_VALUES),
             scratch: Vec::with_capacity(256),
             trace: [0; 32],
@@ -259,8 +261,10 @@ impl Fingerprinter {
         );
         let trace = if summary.trace { std::str::from_utf8(&self.trace).ok() } else { None };
         Fingerprint {
-            id: FingerprintId(hash_value(self.text.as_bytes())),
-            text: &self.text,
+            id: FingerprintId(hash_value(&self.text)),
+            // Never empty in fact: every byte written is ASCII, part of a valid sequence of the
+            // input, or U+FFFD.
+            text: std::str::from_utf8(&self.text).unwrap_or_default(),
             kind: summary.kind,
             values: &self.values,
             paging: summary.limit.and_then(|l| l.literal()),

@@ -14,7 +14,7 @@ use super::{MAX_VALUES, SqlMode, StatementKind, trace};
 
 /// The reusable buffers a pass writes into; all owned by the `Fingerprinter`.
 pub(super) struct Buffers<'s> {
-    pub(super) text: &'s mut String,
+    pub(super) text: &'s mut Vec<u8>,
     pub(super) values: &'s mut Vec<u64>,
     pub(super) scratch: &'s mut Vec<u8>,
     pub(super) trace: &'s mut [u8; 32],
@@ -104,7 +104,7 @@ struct Normaliser<'s> {
     /// The mode the statement just ended set: what the rest of the input is read under.
     mode_set: Option<SqlMode>,
     tags: Option<(usize, usize)>,
-    out: &'s mut String,
+    out: &'s mut Vec<u8>,
     values: &'s mut Vec<u64>,
     scratch: &'s mut Vec<u8>,
     trace: &'s mut [u8; 32],
@@ -199,37 +199,37 @@ impl<'s> Normaliser<'s> {
     /// token the list and clause trackers see: hints stand right after the verb.
     fn hint(&mut self, body: &[u8]) {
         if self.separator {
-            self.out.push_str("; ");
+            self.out.extend_from_slice(b"; ");
             self.separator = false;
         }
         self.empty = false;
-        if !self.out.is_empty() && !self.out.ends_with(['(', ' ']) {
-            self.out.push(' ');
+        if !self.out.is_empty() && !matches!(self.out.last(), Some(b'(' | b' ')) {
+            self.out.push(b' ');
         }
-        self.out.push_str("/*+");
+        self.out.extend_from_slice(b"/*+");
         let mut space = true;
         for token in Lexer::new(body, self.mode) {
             let tight = matches!(token, Token::Punct(b',' | b')'));
-            let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with('-');
+            let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with(b"-");
             let visible = !matches!(token, Token::Space | Token::Comment(_) | Token::Hint(_));
-            if visible && ((space && !tight && !self.out.ends_with('(')) || minus_minus) {
-                self.out.push(' ');
+            if visible && ((space && !tight && !self.out.ends_with(b"(")) || minus_minus) {
+                self.out.push(b' ');
             }
             space &= !visible;
             match token {
                 Token::Space | Token::Comment(_) | Token::Hint(_) => space = true,
-                Token::Semicolon => self.out.push(';'),
+                Token::Semicolon => self.out.push(b';'),
                 _ => space = push_token(self.out, &token),
             }
         }
-        self.out.push_str(" */");
+        self.out.extend_from_slice(b" */");
         // The next token is always spaced off, so the text normalises to itself.
         self.space = true;
     }
 
     fn significant(&mut self, token: Token<'_>) {
         if self.separator {
-            self.out.push_str("; ");
+            self.out.extend_from_slice(b"; ");
             self.separator = false;
             self.space = false;
         }
@@ -298,9 +298,9 @@ impl<'s> Normaliser<'s> {
         let tight = matches!(token, Token::Punct(b',' | b')'));
         // Two minus tokens always get a space: written together they would read as a `--`
         // comment when the text is normalised again.
-        let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with('-');
-        if (self.space && !tight && !self.out.is_empty() && !self.out.ends_with('(')) || minus_minus {
-            self.out.push(' ');
+        let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with(b"-");
+        if (self.space && !tight && !self.out.is_empty() && !self.out.ends_with(b"(")) || minus_minus {
+            self.out.push(b' ');
         }
         let start = self.out.len();
         self.space = push_token(self.out, token);
@@ -399,11 +399,13 @@ impl<'s> Normaliser<'s> {
 
     fn collapse(&mut self, at: usize) {
         self.cut(at);
-        self.out.push_str("(?+)");
+        self.out.extend_from_slice(b"(?+)");
     }
 
     fn cut(&mut self, at: usize) {
-        if self.out.is_char_boundary(at) {
+        // Cut points are token boundaries; a continuation byte there would be a bug, and the
+        // text is left whole rather than split inside a character.
+        if self.out.get(at).is_none_or(|&b| b & 0xC0 != 0x80) {
             self.out.truncate(at);
         }
     }
@@ -449,19 +451,25 @@ impl<'s> Normaliser<'s> {
 /// Writes a token's normalised text: names lower-cased, quoted names in backticks, every
 /// literal `?`; spaces, comments, hints and semicolons write nothing here. Returns whether
 /// it wrote a comma: one canonical space follows, so `a,b` and `a, b` are the same query.
-fn push_token(out: &mut String, token: &Token<'_>) -> bool {
+fn push_token(out: &mut Vec<u8>, token: &Token<'_>) -> bool {
     match *token {
         // Lower-casing the name `0X1F` would turn it into the literal `0x1f`.
         Token::Word(w, _) if w.starts_with(b"0X") || w.starts_with(b"0B") => push_lossy(out, w),
         Token::Word(w, _) => push_lower(out, w),
         Token::Quoted(w) => {
-            out.push('`');
+            out.push(b'`');
             push_lossy(out, w);
-            out.push('`');
+            out.push(b'`');
         }
-        Token::Literal { .. } | Token::Placeholder => out.push('?'),
+        Token::Literal { .. } | Token::Placeholder => out.push(b'?'),
         Token::Punct(b) => {
-            out.push(char::from(b));
+            // Punctuation is ASCII (the lexer reads bytes from 0x80 as part of a word); the
+            // text stays UTF-8 whatever comes.
+            if b.is_ascii() {
+                out.push(b);
+            } else {
+                out.extend_from_slice(REPLACEMENT);
+            }
             return b == b',';
         }
         Token::Space | Token::Comment(_) | Token::Hint(_) | Token::Semicolon => {}
@@ -470,26 +478,39 @@ fn push_token(out: &mut String, token: &Token<'_>) -> bool {
 }
 
 /// Lower-cases a word; bytes that are not UTF-8 become U+FFFD, one per invalid sequence.
-fn push_lower(out: &mut String, bytes: &[u8]) {
+fn push_lower(out: &mut Vec<u8>, bytes: &[u8]) {
+    // Nearly every word is ASCII: lower-cased a byte at a time, without decoding it (written
+    // as characters into a `String`, a word cost about 120 instructions; callgrind).
+    if bytes.is_ascii() {
+        out.extend(bytes.iter().map(u8::to_ascii_lowercase));
+        return;
+    }
+    let mut utf8 = [0u8; 4];
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
-            if c.is_ascii() {
-                out.push(c.to_ascii_lowercase());
-            } else {
-                out.extend(c.to_lowercase());
+            for lower in c.to_lowercase() {
+                out.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
             }
         }
         if !chunk.invalid().is_empty() {
-            out.push(char::REPLACEMENT_CHARACTER);
+            out.extend_from_slice(REPLACEMENT);
         }
     }
 }
 
-fn push_lossy(out: &mut String, bytes: &[u8]) {
+/// U+FFFD in UTF-8: what an invalid sequence becomes.
+const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
+
+/// Copies `bytes`, each invalid UTF-8 sequence made U+FFFD.
+fn push_lossy(out: &mut Vec<u8>, bytes: &[u8]) {
+    if bytes.is_ascii() {
+        out.extend_from_slice(bytes);
+        return;
+    }
     for chunk in bytes.utf8_chunks() {
-        out.push_str(chunk.valid());
+        out.extend_from_slice(chunk.valid().as_bytes());
         if !chunk.invalid().is_empty() {
-            out.push(char::REPLACEMENT_CHARACTER);
+            out.extend_from_slice(REPLACEMENT);
         }
     }
 }

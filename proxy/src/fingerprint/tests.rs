@@ -75,6 +75,7 @@ fn normalises_tricky_cases() {
         // Invalid UTF-8: part of a string literal, replaced elsewhere.
         (b"SELECT '\xff\xfe' FROM t\xff", "select ? from t\u{fffd}"),
         (b"SELECT caf\xc3\xa9, CAF\xc3\x89 FROM t", "select caf\u{e9}, caf\u{e9} from t"),
+        (b"SELECT `Stra\xc3\x9fe\xff` FROM \xc3\x9cBER\xff", "select `Stra\u{df}e\u{fffd}` from \u{fc}ber\u{fffd}"),
         // Truncated input.
         (b"SELECT * FROM t WHERE a = 'unterminated", "select * from t where a = ?"),
         (b"SELECT * FROM t /* unterminated", "select * from t"),
