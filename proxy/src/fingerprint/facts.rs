@@ -65,6 +65,10 @@ impl LimitTracker {
     /// is one. Returns a LIMIT it completes. Callers keep the last one, since only a trailing
     /// LIMIT pages the result.
     pub(super) fn step(&mut self, token: &Token<'_>, placeholder: Option<u16>) -> Option<Limit> {
+        // Most tokens are nowhere near a LIMIT: decided before any number is parsed.
+        if matches!(self, Self::Idle) && !matches!(token, Token::Word(_, Kw::Limit)) {
+            return None;
+        }
         let arg = match *token {
             Token::Literal { lit: Lit::Number, negative: false, body } => parse_u64(body).map(LimitArg::Literal),
             Token::Placeholder => placeholder.map(LimitArg::Param),

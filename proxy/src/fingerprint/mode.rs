@@ -80,6 +80,10 @@ pub(super) struct ModeTracker {
 
 impl ModeTracker {
     pub(super) fn step(&mut self, token: &Token<'_>) {
+        // A statement that did not start with SET stays out of it to its end: most of them.
+        if matches!(self.step, Step::Other) {
+            return;
+        }
         let word = |w: &[u8], name: &str| w.eq_ignore_ascii_case(name.as_bytes());
         self.step = match (self.step, *token) {
             (_, Token::Space | Token::Comment(_)) => return,
