@@ -262,8 +262,8 @@ impl Fingerprinter {
         let trace = if summary.trace { std::str::from_utf8(&self.trace).ok() } else { None };
         Fingerprint {
             id: FingerprintId(hash_value(&self.text)),
-            // Never empty in fact: every byte written is ASCII, part of a valid sequence of the
-            // input, or U+FFFD.
+            // Valid by construction: every byte written is ASCII, part of a valid sequence of
+            // the input, or U+FFFD (a bug here would show an empty text, not panic).
             text: std::str::from_utf8(&self.text).unwrap_or_default(),
             kind: summary.kind,
             values: &self.values,
