@@ -10,8 +10,9 @@
 # `perf record -e cpu-clock -g -p PID` (no hardware counters in this VM; cpu-clock works).
 #
 # The queries in a window are the server's `Com_stmt_execute` difference, so it runs
-# against the server RTTSCOPE_TEST_MYSQL_URL names (default: root on 127.0.0.1:3306), and
-# nothing else may run queries there meanwhile.
+# against the server RTTSCOPE_TEST_MYSQL_URL names (default: 127.0.0.1:3306), which must run
+# on this machine (its CPU is read from the `mariadbd` process) and let root in without a
+# password, and nothing else may run queries there meanwhile.
 #
 # Usage: scripts/cpu-b.sh [OUT_DIR]   (default target/bench/cpu-b)
 set -euo pipefail
@@ -90,6 +91,8 @@ def load(path):
         rows[key] = (old[0] + int(vol), old[1] + int(invol), old[2] + int(ticks))
     return rows
 
+if queries <= 0:
+    sys.exit(f"cpu-b.sh: no query reached the server during {side}'s window (is it the server the bench uses?)")
 before, after = load(f"{out}/{side}.before"), load(f"{out}/{side}.after")
 print(f"{side}: {queries:,} queries in 4 s ({queries / 4:,.0f} q/s)")
 print(f"  {'':<28} {'CPU µs/query':>12} {'switches/query (vol / invol)':>30}")
