@@ -59,11 +59,27 @@ impl Rig {
         impairments: WanImpairments,
         more_yaml: &str,
     ) -> Option<Rig> {
+        Rig::start_over(RTT, server_sysctls, client_sysctls, impairments, more_yaml)
+    }
+
+    /// Like [`start_impaired`](Self::start_impaired), over a line whose round trip is `rtt`
+    /// (a LAN's, say) instead of [`RTT`].
+    pub fn start_impaired_at(rtt: Duration, impairments: WanImpairments) -> Option<Rig> {
+        Rig::start_over(rtt, &[], &[], impairments, "")
+    }
+
+    fn start_over(
+        rtt: Duration,
+        server_sysctls: &[(&str, &str)],
+        client_sysctls: &[(&str, &str)],
+        impairments: WanImpairments,
+        more_yaml: &str,
+    ) -> Option<Rig> {
         if let Err(why) = WanLink::available() {
             crate::skip(why);
             return None;
         }
-        let mut config = WanConfig { rtt: RTT, bandwidth_bps: Some(LINK_BPS), queue_bytes: 0 };
+        let mut config = WanConfig { rtt, bandwidth_bps: Some(LINK_BPS), queue_bytes: 0 };
         config.queue_bytes = config.bdp_bytes();
         let link = WanLink::start_impaired(config, impairments).expect("start WAN link");
         for (ns, sysctls) in [(link.server_ns(), server_sysctls), (link.client_ns(), client_sysctls)] {

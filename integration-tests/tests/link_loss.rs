@@ -224,6 +224,21 @@ const QUERY_LOSS: f64 = 0.05;
 #[test]
 fn queries_that_waited_for_a_retransmission_are_marked() {
     let _serial = serial();
+    queries_lost_on_their_way_are_marked(RTT);
+}
+
+/// The same at a LAN's round trip, where a point select takes well under a millisecond: such
+/// commands share loss readings (one `TCP_INFO` a millisecond, `link::probe`), and a command
+/// held up by a retransmission still has its own.
+#[test]
+fn queries_that_waited_for_a_retransmission_are_marked_at_a_lan_round_trip() {
+    let _serial = serial();
+    queries_lost_on_their_way_are_marked(Duration::from_micros(200));
+}
+
+/// Point selects over a line of round trip `rtt` that loses some of the client's packets:
+/// rttscope marks the ones that waited for their query to be sent again.
+fn queries_lost_on_their_way_are_marked(rtt: Duration) {
     // Queries lost on their way to the server: rttscope's socket sends them again (a tail
     // loss probe after two round trips, or a retransmission timeout).
     let impairments = WanImpairments {
@@ -231,7 +246,7 @@ fn queries_that_waited_for_a_retransmission_are_marked() {
         server_to_client: Impairments::default(),
         client_to_server: Impairments { loss: Chance::rate(QUERY_LOSS), ..Impairments::default() },
     };
-    let Some(rig) = Rig::start_impaired(&[], &[], impairments) else {
+    let Some(rig) = Rig::start_impaired_at(rtt, impairments) else {
         return;
     };
     let before = rig.link.stats().client_to_server.lost;
@@ -248,7 +263,7 @@ fn queries_that_waited_for_a_retransmission_are_marked() {
     });
     let lost = rig.link.stats().client_to_server.lost - before;
     // What the client saw: a query that took more than 1.5 round trips waited for something.
-    let slow = latencies.iter().filter(|l| **l > RTT * 3 / 2).count() as u64;
+    let slow = latencies.iter().filter(|l| **l > rtt * 3 / 2).count() as u64;
     let report = rig.admin("/report");
     let queries = report["queries"].as_array().cloned().unwrap_or_default();
     let q = queries
@@ -257,13 +272,14 @@ fn queries_that_waited_for_a_retransmission_are_marked() {
         .unwrap_or_else(|| panic!("no point select in {queries:#?}"));
     let waits = &q["retransmission_waits"];
     eprintln!(
-        "per query: {POINT_SELECTS} selects, the emulator lost {lost} of the client's packets, the client saw {slow} \
-         slower than 1.5 RTT; rttscope marked {} (p50 {} µs, max {} µs; {} at or above p99 {} µs)",
+        "per query at {rtt:?}: {POINT_SELECTS} selects, the emulator lost {lost} of the client's packets, the client saw {slow} \
+         slower than 1.5 RTT; rttscope marked {} (p50 {} µs, max {} µs; {} at or above p99 {} µs); all: p50 {} µs",
         waits["count"],
         waits["latency_us"]["p50"],
         waits["latency_us"]["max"],
         waits["at_or_above_p99"],
-        q["latency_us"]["p99"]
+        q["latency_us"]["p99"],
+        q["latency_us"]["p50"]
     );
     let marked = num(waits, "count");
     assert!(lost >= 5, "too few losses to judge: {lost}");
@@ -271,11 +287,11 @@ fn queries_that_waited_for_a_retransmission_are_marked() {
     assert!(marked >= 0.6 * lost as f64 && marked <= lost as f64 + 2.0, "{marked} marked for {lost} lost");
     assert!(marked <= slow as f64 + 2.0, "{marked} marked but only {slow} were slow");
     // A marked execution waited: at least two round trips more than a clean one.
-    assert!(num(&waits["latency_us"], "p50") >= 2.5 * RTT.as_micros() as f64, "{waits}");
+    assert!(num(&waits["latency_us"], "p50") >= 2.5 * rtt.as_micros() as f64, "{waits}");
     assert!(num(waits, "at_or_above_p99") >= 1.0, "{q}");
     let text = rig.admin_text("/report?format=text");
     let line = text.lines().find(|l| l.contains("waited for a retransmission")).unwrap_or_else(|| panic!("{text}"));
-    eprintln!("per query: {line}");
+    eprintln!("per query at {rtt:?}: {line}");
     assert!(line.contains(&format!("{} of {POINT_SELECTS} executions", marked as u64)), "{line}");
 }
 

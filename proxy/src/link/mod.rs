@@ -28,7 +28,7 @@ use rttscope_config::Config;
 pub use events::{LinkEvent, LinkSink, collect};
 pub use expected::Expected;
 pub use loss::{Loss, mathis_bound};
-pub use probe::{Probe, ProbeSettings};
+pub use probe::{Due, Probe, ProbeSettings};
 pub use sysctl::Sysctls;
 pub use transfer::TransferTracker;
 pub use verdict::{LinkLimit, LinkVerdict, Links, Measurement};

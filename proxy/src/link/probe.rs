@@ -23,6 +23,29 @@ use crate::socket::{LinkSample, LossCounters, loss_counters, sample};
 /// Between transfers, a reading keeps the RTT fresh for latency verdicts.
 const IDLE_SAMPLE_INTERVAL_US: u64 = 1_000_000;
 
+/// A response's end gets a reading of the loss counters unless its command was shorter than
+/// this and the counters were read less than this long ago. Why: the reading is a system call
+/// (`TCP_INFO`), about a twentieth of the relay's CPU per query when queries take tens of
+/// microseconds (`perf`, workload b), for a question those queries can barely raise: Linux
+/// recovers a lost segment no sooner than a tail-loss probe (milliseconds) or a retransmission
+/// timeout (200 ms) unless later segments reveal the hole, one round trip on. So a command held
+/// up by a probe or a timeout, or any command at least this long, still gets its own reading;
+/// what a shorter gate can blur is a loss recovered within the millisecond on a
+/// sub-millisecond link, put on a neighbouring command of the same connection.
+const END_READING_GAP_US: u64 = 1_000;
+
+/// What the relay is to do after a read ([`Probe::due`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Due {
+    /// Nothing.
+    Nothing,
+    /// Read the sockets ([`Probe::sample`]).
+    Read,
+    /// A response ended and its loss counters are not read ([`END_READING_GAP_US`]): what
+    /// finished is settled as it stands.
+    Settle,
+}
+
 /// What a probe needs to know besides its connection.
 #[derive(Clone, Copy, Debug)]
 pub struct ProbeSettings {
@@ -51,6 +74,10 @@ pub struct Probe {
     /// A response ended since the last reading: its end wants one, so that a command that
     /// waited for a retransmission can be told from one that did not.
     response_ended: bool,
+    /// That response's command took less than [`END_READING_GAP_US`].
+    ended_short: bool,
+    /// When the loss counters were last read, µs.
+    last_loss_us: Option<u64>,
 }
 
 impl Probe {
@@ -74,23 +101,35 @@ impl Probe {
             // The handshake's pseudo-command began when the client connected.
             requests: VecDeque::from([micros(accepted)]),
             response_ended: false,
+            ended_short: false,
+            last_loss_us: None,
         }
     }
 
-    /// Whether [`sample`](Self::sample) would read a socket now: a response ended and its
-    /// loss counters are wanted, or a reading is due. The relay asks after every read; most
-    /// of the time nothing is due, and this is all it costs. When nothing is due, a
-    /// response's end that nobody wants the counters of is forgotten, as `sample` would.
+    /// Whether [`sample`](Self::sample) would read a socket now: a reading is due, or a
+    /// response ended and its loss counters are wanted — unless its command was short and
+    /// they were read a moment ago ([`END_READING_GAP_US`]): then [`Due::Settle`]. The relay
+    /// asks after every read; most of the time nothing is due, and this is all it costs.
+    /// When nothing is due, a response's end that nobody wants the counters of is
+    /// forgotten, as `sample` would.
     #[inline]
-    pub fn due(&mut self, loss_wanted: bool) -> bool {
+    pub fn due(&mut self, loss_wanted: bool) -> Due {
         let interval = if self.tracker.in_transfer() { self.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
-        let due = (self.response_ended && loss_wanted)
-            || self.tracker.wants_sample()
-            || self.last_sample_us.is_none_or(|last| self.arrival_us.saturating_sub(last) >= interval);
-        if !due {
-            self.response_ended = false;
+        if self.tracker.wants_sample()
+            || self.last_sample_us.is_none_or(|last| self.arrival_us.saturating_sub(last) >= interval)
+        {
+            return Due::Read;
         }
-        due
+        if !std::mem::take(&mut self.response_ended) || !loss_wanted {
+            return Due::Nothing;
+        }
+        if self.ended_short
+            && self.last_loss_us.is_some_and(|last| self.arrival_us.saturating_sub(last) < END_READING_GAP_US)
+        {
+            return Due::Settle;
+        }
+        self.response_ended = true;
+        Due::Read
     }
 
     /// Reads the sockets if a reading is due: the long-haul `upstream` one
@@ -114,6 +153,9 @@ impl Probe {
         let response_ended = std::mem::take(&mut self.response_ended) && loss_wanted;
         if !self.tracker.wants_sample() && self.last_sample_us.is_some_and(|last| now.saturating_sub(last) < interval) {
             let counters = if response_ended { loss_counters(upstream).ok() } else { None };
+            if counters.is_some() {
+                self.last_loss_us = Some(now);
+            }
             return (None, counters.map(|c| self.with_gaps(c)));
         }
         self.last_sample_us = Some(now);
@@ -125,6 +167,7 @@ impl Probe {
         if up.base_rtt_us() > 0 {
             self.sink.send(LinkEvent::Rtt { base_rtt_us: up.base_rtt_us() });
         }
+        self.last_loss_us = Some(now);
         (Some(up), Some(self.with_gaps(LossCounters::of(&up))))
     }
 
@@ -148,6 +191,7 @@ impl Observer for Probe {
         let latency = self.now_us.saturating_sub(request_us);
         let at_us = self.arrival_us;
         self.response_ended = true;
+        self.ended_short = latency < END_READING_GAP_US;
         if let Some(measurement) = self.tracker.finished(at_us, s.bytes_down, s.round_trips, latency) {
             self.sink.send(LinkEvent::Measured {
                 conn_id: self.conn_id,
@@ -172,5 +216,64 @@ impl Tap for Probe {
 
     fn held_off(&mut self, held: bool, now: Instant) {
         self.tracker.held_off(held, micros(now));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{TcpListener, TcpStream};
+
+    use super::*;
+
+    /// A probe whose clock is what the test tells it, and a loopback TCP socket to read.
+    fn probe() -> (Probe, TcpStream, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let live = Arc::new(LiveConnection::new(1, "test".into(), 0));
+        let (sink, _) = LinkSink::channel(16);
+        let settings = ProbeSettings { large_transfer: u64::MAX, sample_interval_us: 1_000, rmem_max: None };
+        (Probe::new(1, live, sink, Instant::now(), settings), client, server)
+    }
+
+    /// One command sent at `sent_us` and answered whole at `ended_us`.
+    fn exchange(probe: &mut Probe, sent_us: u64, ended_us: u64) {
+        probe.arrived(Direction::ToUpstream, sent_us, sent_us, 10);
+        probe.command_started(3);
+        probe.arrived(Direction::ToClient, ended_us, ended_us, 20);
+        probe.response_started();
+        probe.finished(&Summary::default());
+    }
+
+    #[test]
+    fn a_short_command_right_after_a_reading_is_settled_without_one() {
+        let (mut probe, socket, _server) = probe();
+        // The login ends: the first reading, a full one, loss counters with it.
+        let t0 = 1_000_000_000;
+        probe.arrived(Direction::ToClient, t0, t0, 10);
+        probe.finished(&Summary::default());
+        assert_eq!(probe.due(true), Due::Read);
+        let (reading, counters) = probe.sample(&socket, None::<&TcpStream>, true);
+        assert!(reading.is_some() && counters.is_some());
+
+        // 200 µs, 300 µs after that reading: no system call, the record goes as it stands.
+        exchange(&mut probe, t0 + 100, t0 + 300);
+        assert_eq!(probe.due(true), Due::Settle);
+        assert_eq!(probe.due(true), Due::Nothing, "settled once");
+        // A millisecond-long command always gets its own reading, however recent the last.
+        exchange(&mut probe, t0 + 400, t0 + 1_500);
+        assert_eq!(probe.due(true), Due::Read);
+        let (reading, counters) = probe.sample(&socket, None::<&TcpStream>, true);
+        assert!(reading.is_none(), "only the loss counters: no full reading was due");
+        assert!(counters.is_some());
+        // Short again, right after: settled; short, but a millisecond after the last reading: read.
+        exchange(&mut probe, t0 + 1_600, t0 + 1_700);
+        assert_eq!(probe.due(true), Due::Settle);
+        exchange(&mut probe, t0 + 2_400, t0 + 2_600);
+        assert_eq!(probe.due(true), Due::Read);
+        assert!(probe.sample(&socket, None::<&TcpStream>, true).1.is_some());
+        // Nobody records: nothing to read or settle.
+        exchange(&mut probe, t0 + 5_000, t0 + 5_100);
+        assert_eq!(probe.due(false), Due::Nothing);
     }
 }

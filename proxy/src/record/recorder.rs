@@ -197,6 +197,12 @@ impl Recorder {
         }
     }
 
+    /// A response ended and the link probe did not read the loss counters for it (its
+    /// command was short and they were read a moment ago): its record goes out as it stands.
+    pub fn loss_unread(&mut self) {
+        self.send_held();
+    }
+
     /// The connection ended.
     pub fn closed(&mut self) {
         self.send_held();

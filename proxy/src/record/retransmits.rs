@@ -1,9 +1,11 @@
 //! Which commands waited for a retransmission: the long-haul socket's loss counters
 //! (rttscope's retransmissions, the server's segments that arrived behind a hole) read at
-//! the end of every response. A command whose window — from the previous response's end
-//! to its own — moved them was held up by a lost segment, its own or its response's. The
-//! reading comes right after the response's last bytes are scanned, so the finished record
-//! waits for it here (never longer than the next thing that happens on the connection).
+//! the end of a response. A command whose window — from the previous reading to its own
+//! response's end — moved them was held up by a lost segment, its own or its response's.
+//! The reading comes right after the response's last bytes are scanned, so the finished
+//! record waits for it here (never longer than the next thing that happens on the
+//! connection). A command under a millisecond, a moment after the last reading, gets none
+//! (the link probe's gate, `link::probe`): its record is settled as it stands.
 
 use super::CommandRecord;
 use crate::socket::LossCounters;

@@ -31,8 +31,9 @@ pub trait Tap: Observer {
     fn held_off(&mut self, _held: bool, _now: Instant) {}
     /// A fresh reading of the long-haul socket (taken by the link probe).
     fn link_sample(&mut self, _sample: &LinkSample) {}
-    /// The long-haul socket's loss counters, read after every response's end (and with
-    /// every full reading): what a command that waited for a retransmission moved.
+    /// The long-haul socket's loss counters, read after a response's end (but for a short
+    /// command right after another reading: `link::probe`) and with every full reading:
+    /// what a command that waited for a retransmission moved.
     fn loss_counters(&mut self, _counters: &LossCounters) {}
     /// `bytes` crossed the long hop's wire going `direction`: told only when the upstream
     /// leg is compressed, so that wire bytes and packet bytes can be told apart.

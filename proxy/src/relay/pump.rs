@@ -29,7 +29,7 @@ use super::local::{self, LocalAnswers, LocalContext, LocalReply};
 use super::pipe::{BufferBudget, Fresh, HalfPipe};
 use super::timers;
 use crate::inject::InjectBinding;
-use crate::link::Probe;
+use crate::link::{Due, Probe};
 use crate::protocol::{Direction, PacketScanner, Peer, Session};
 use crate::record::{Recorder, Tap, micros, now_us};
 
@@ -474,8 +474,14 @@ fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
     // The reading at a response's end is for the recorder alone (which commands waited for a
     // retransmission): with recording off, it is not made.
     let loss_wanted = tap.2.is_some();
-    if tap.1.due(loss_wanted) {
-        read_sockets(tap, client, upstream, loss_wanted);
+    match tap.1.due(loss_wanted) {
+        Due::Nothing => {}
+        Due::Read => read_sockets(tap, client, upstream, loss_wanted),
+        Due::Settle => {
+            if let Some(recorder) = &mut tap.2 {
+                recorder.loss_unread();
+            }
+        }
     }
 }
 
