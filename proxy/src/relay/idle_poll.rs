@@ -18,7 +18,8 @@
 //!   costs little where it cannot help.
 //! - It stands aside when the machine is crowded ([`Crowding`]): when more threads are
 //!   runnable than there are CPUs, a polling thread would take a CPU from work waiting for
-//!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread. This is what
+//!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread, once in eight
+//!   while crowded (below [`SAMPLE_EVERY_CROWDED`]). This is what
 //!   keeps many-connection throughput where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window. And a thread that parks because a
@@ -55,6 +56,13 @@ const EVENTS: usize = 8;
 
 /// How often a thread reads `/proc/loadavg`, at most.
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
+
+/// How often while the machine is crowded. Why less often: then nothing is polled, and a
+/// reading only decides when polling may start again — a little later costs a little latency
+/// for a moment — while reading it once a millisecond per thread cost about 1.5 % of the
+/// relay's CPU on a crowded machine (`perf`, workload b). The moving average needs 15 to 26
+/// uncrowded samples to let polling back: at this pace 0.1 to 0.2 s after the load ends.
+const SAMPLE_EVERY_CROWDED: Duration = Duration::from_millis(8);
 
 /// What the connection threads' polling did, for `/metrics`.
 #[derive(Debug, Default)]
@@ -290,7 +298,8 @@ impl Poller {
     fn before_park(&mut self) {
         let start = Instant::now();
         self.idle_since = Some(start);
-        if self.sampled.is_none_or(|at| start.duration_since(at) >= SAMPLE_EVERY) {
+        let every = if self.crowding.crowded() { SAMPLE_EVERY_CROWDED } else { SAMPLE_EVERY };
+        if self.sampled.is_none_or(|at| start.duration_since(at) >= every) {
             self.sampled = Some(start);
             self.crowding.sample(self.loadavg.as_ref().and_then(runnable));
             self.publish();
