@@ -37,24 +37,29 @@ cargo build --quiet --release -p rttscope -p rttscope-benches
 # One line per thread of each party: role, thread name, voluntary and involuntary
 # switches, CPU ticks; then the machine's idle ticks.
 snapshot() { # proxy_pid
-  local role p t
-  for role in proxy client server; do
-    case $role in
-      proxy) p=$1 ;;
-      client) p=$(pgrep -n -x rttscope-bench) ;;
-      server) p=$(pgrep -n -x mariadbd) ;;
-    esac
-    for t in /proc/"$p"/task/*; do
-      printf '%s %s ' "$role" "$(tr ' ' _ <"$t"/comm)"
-      awk '/^voluntary_ctxt/ {v=$2} /^nonvoluntary_ctxt/ {n=$2} END {printf "%d %d ", v, n}' "$t"/status
-      awk '{print $14 + $15}' "$t"/stat
-    done
-  done
-  awk '/^cpu / {print "idle -", 0, 0, $5 + $6}' /proc/stat
+  python3 - "$1" "$(pgrep -n -x rttscope-bench)" "$(pgrep -n -x mariadbd)" <<'EOF'
+import os, sys
+# One process for all threads: quick, so the window is what it says, and a thread that
+# ends while it reads is left out rather than ending the script.
+for role, pid in zip(('proxy', 'client', 'server'), sys.argv[1:]):
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        t = f'/proc/{pid}/task/{tid}'
+        try:
+            name = open(f'{t}/comm').read().strip().replace(' ', '_')
+            status = dict(l.split(':', 1) for l in open(f'{t}/status') if ':' in l)
+            stat = open(f'{t}/stat').read().rsplit(')', 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        # utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+        print(role, name, int(status['voluntary_ctxt_switches']), int(status['nonvoluntary_ctxt_switches']),
+              int(stat[11]) + int(stat[12]))
+cpu = open('/proc/stat').readline().split()
+print('idle -', 0, 0, int(cpu[4]) + int(cpu[5]))
+EOF
 }
 
 log="$out/bench.log"
-./target/release/rttscope-bench --only b --no-raw-pipe --rounds 1 --duration 8s \
+./target/release/rttscope-bench --only b --no-raw-pipe --rounds 1 --duration 12s \
   --proxy-bin "$PWD/target/release/rttscope" --out-dir "$out" >"$log" 2>&1 &
 bench=$!
 trap 'kill "$bench" 2>/dev/null || true' EXIT
