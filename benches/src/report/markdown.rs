@@ -1,7 +1,7 @@
 //! The report as Markdown: a heading with the command and the machine, the table, notes on
 //! how each workload was run and what the scenarios change; and number formatting.
 
-use super::{Compare, Report, TARGET_INSTRUCTIONS};
+use super::{Compare, PointSample, Report, TARGET_INSTRUCTIONS};
 use crate::scenario::{self, Leg, Program};
 
 impl Report {
@@ -112,6 +112,7 @@ impl Report {
         notes.push(order.into());
         notes.extend(self.reference_notes());
         notes.extend(self.versus_default());
+        notes.extend(self.round_spread_notes());
         notes.extend(self.idle_poll_notes());
         let rss: Vec<String> = self
             .sides
@@ -264,6 +265,30 @@ impl Report {
 }
 
 impl Report {
+    /// b's ratio against HAProxy round by round: how far one round's figure moves between
+    /// rounds of the same build, which the mean's ratio in the table does not show.
+    fn round_spread_notes(&self) -> Vec<String> {
+        let mut spreads = Vec::new();
+        for row in self.rows.iter().filter(|r| r.id == "b") {
+            let Some(peer) = &row.versus_peer else { continue };
+            let side = self.sides.iter().find(|s| s.name == row.scenario);
+            let theirs = self.sides.iter().find(|s| s.name == peer.peer);
+            let (Some(side), Some(theirs)) = (side, theirs) else { continue };
+            if let Some((median, low, high)) = round_ratios(&side.point_runs, &theirs.point_runs) {
+                spreads.push(format!(
+                    "{} against {} median {median:.2}×, {low:.2}×–{high:.2}× over {} rounds",
+                    side.name,
+                    peer.peer,
+                    side.point_runs.len().min(theirs.point_runs.len())
+                ));
+            }
+        }
+        if spreads.is_empty() {
+            return Vec::new();
+        }
+        vec![format!("b round by round (each round's q/s over the peer's in that round): {}.", spreads.join("; "))]
+    }
+
     /// What rttscope's polling before sleeping did during b: its share of the proxy's CPU
     /// (what it costs the machine) and how the idle moments went (what it bought).
     fn idle_poll_notes(&self) -> Vec<String> {
@@ -348,9 +373,44 @@ pub fn utc(unix_seconds: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
 }
 
+/// The median, lowest and highest of `mine[i] / theirs[i]` over the rounds both ran; `None`
+/// for fewer than two rounds (no spread to show).
+fn round_ratios(mine: &[PointSample], theirs: &[PointSample]) -> Option<(f64, f64, f64)> {
+    let ratios: Vec<f64> =
+        mine.iter().zip(theirs).filter(|(_, t)| t.per_second > 0.0).map(|(m, t)| m.per_second / t.per_second).collect();
+    if ratios.len() < 2 {
+        return None;
+    }
+    let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((crate::stats::median(&ratios)?, low, high))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rounds(per_second: &[f64]) -> Vec<PointSample> {
+        per_second
+            .iter()
+            .map(|&q| PointSample {
+                queries: q as u64,
+                seconds: 1.0,
+                per_second: q,
+                proxy_cpu_seconds: None,
+                proxy_idle_poll: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_by_round_ratios() {
+        let mine = rounds(&[90.0, 110.0, 100.0]);
+        let theirs = rounds(&[100.0, 100.0, 125.0]);
+        assert_eq!(round_ratios(&mine, &theirs), Some((0.9, 0.8, 1.1)));
+        assert_eq!(round_ratios(&mine[..1], &theirs[..1]), None, "one round has no spread");
+        assert_eq!(round_ratios(&mine, &rounds(&[0.0, 0.0, 0.0])), None);
+    }
 
     #[test]
     fn formatting() {

@@ -18,9 +18,9 @@
 //!   costs little where it cannot help.
 //! - It stands aside when the machine is crowded ([`Crowding`]): when more threads are
 //!   runnable than there are CPUs, a polling thread would take a CPU from work waiting for
-//!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread, once in eight
-//!   while crowded (below [`SAMPLE_EVERY_CROWDED`]). This is what
-//!   keeps many-connection throughput where it was without polling.
+//!   one. Sampled from `/proc/loadavg` at most once a millisecond per thread, every 8 ms
+//!   while crowded ([`SAMPLE_EVERY_CROWDED`]). This is what keeps many-connection throughput
+//!   where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window. And a thread that parks because a
 //!   write found its socket full does not poll at all: its peer, perhaps the application on
