@@ -6,7 +6,7 @@
 #
 # CPU µs per query of the proxy (each thread), the bench's client, the server, and the
 # machine's idle time; and context switches per query, voluntary and not (from /proc, over
-# 4 s of each side's timed run). For where a proxy's own time goes, kernel included:
+# 4-5 s of each side's timed run). For where a proxy's own time goes, kernel included:
 # `perf record -e cpu-clock -g -p PID` (no hardware counters in this VM; cpu-clock works).
 #
 # The queries in a window are the server's `Com_stmt_execute` difference, so it runs
@@ -76,14 +76,19 @@ for side in rttscope HAProxy; do
     pid=$(pgrep -n -x haproxy) || { echo "cpu-b.sh: no haproxy running" >&2; exit 1; }
   fi
   sleep 1.5
+  # The window is longer than the sleep: on the loaded machine the server's counter and the
+  # snapshot take a second or more; q/s is over the time between the two counter readings.
   q0=$(executes)
+  t0=$(date +%s.%N)
   snapshot "$pid" >"$out/$side.before"
   sleep 4
   q1=$(executes)
+  t1=$(date +%s.%N)
   snapshot "$pid" >"$out/$side.after"
-  python3 - "$out" "$side" $((q1 - q0)) <<'EOF'
+  python3 - "$out" "$side" $((q1 - q0)) "$t0" "$t1" <<'EOF'
 import os, sys
 out, side, queries = sys.argv[1], sys.argv[2], int(sys.argv[3])
+seconds = float(sys.argv[5]) - float(sys.argv[4])
 tick_us = 1e6 / os.sysconf('SC_CLK_TCK')
 
 def load(path):
@@ -99,7 +104,7 @@ def load(path):
 if queries <= 0:
     sys.exit(f"cpu-b.sh: no query reached the server during {side}'s window (is it the server the bench uses?)")
 before, after = load(f"{out}/{side}.before"), load(f"{out}/{side}.after")
-print(f"{side}: {queries:,} queries in 4 s ({queries / 4:,.0f} q/s)")
+print(f"{side}: {queries:,} queries in {seconds:.1f} s ({queries / seconds:,.0f} q/s)")
 print(f"  {'':<28} {'CPU µs/query':>12} {'switches/query (vol / invol)':>30}")
 for who in sorted(after, key=lambda w: (w == 'idle', w)):
     vol, invol, ticks = (a - b for a, b in zip(after[who], before.get(who, (0, 0, 0))))
