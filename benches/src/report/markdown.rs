@@ -274,12 +274,10 @@ impl Report {
             let side = self.sides.iter().find(|s| s.name == row.scenario);
             let theirs = self.sides.iter().find(|s| s.name == peer.peer);
             let (Some(side), Some(theirs)) = (side, theirs) else { continue };
-            if let Some((median, low, high)) = round_ratios(&side.point_runs, &theirs.point_runs) {
+            if let Some((median, low, high, rounds)) = round_ratios(&side.point_runs, &theirs.point_runs) {
                 spreads.push(format!(
-                    "{} against {} median {median:.2}×, {low:.2}×–{high:.2}× over {} rounds",
-                    side.name,
-                    peer.peer,
-                    side.point_runs.len().min(theirs.point_runs.len())
+                    "{} against {} median {median:.2}×, {low:.2}×–{high:.2}× over {rounds} rounds",
+                    side.name, peer.peer
                 ));
             }
         }
@@ -373,9 +371,10 @@ pub fn utc(unix_seconds: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", secs / 3600, secs % 3600 / 60)
 }
 
-/// The median, lowest and highest of `mine[i] / theirs[i]` over the rounds both ran; `None`
-/// for fewer than two rounds (no spread to show).
-fn round_ratios(mine: &[PointSample], theirs: &[PointSample]) -> Option<(f64, f64, f64)> {
+/// The median, lowest and highest of `mine[i] / theirs[i]` over the rounds both ran (the
+/// peer's with queries), and how many rounds that is; `None` for fewer than two (no spread
+/// to show).
+fn round_ratios(mine: &[PointSample], theirs: &[PointSample]) -> Option<(f64, f64, f64, usize)> {
     let ratios: Vec<f64> =
         mine.iter().zip(theirs).filter(|(_, t)| t.per_second > 0.0).map(|(m, t)| m.per_second / t.per_second).collect();
     if ratios.len() < 2 {
@@ -383,7 +382,7 @@ fn round_ratios(mine: &[PointSample], theirs: &[PointSample]) -> Option<(f64, f6
     }
     let low = ratios.iter().copied().fold(f64::INFINITY, f64::min);
     let high = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((crate::stats::median(&ratios)?, low, high))
+    Some((crate::stats::median(&ratios)?, low, high, ratios.len()))
 }
 
 #[cfg(test)]
@@ -407,7 +406,13 @@ mod tests {
     fn round_by_round_ratios() {
         let mine = rounds(&[90.0, 110.0, 100.0]);
         let theirs = rounds(&[100.0, 100.0, 125.0]);
-        assert_eq!(round_ratios(&mine, &theirs), Some((0.9, 0.8, 1.1)));
+        assert_eq!(round_ratios(&mine, &theirs), Some((0.9, 0.8, 1.1, 3)));
+        let one_peer_round_empty = rounds(&[90.0, 0.0, 80.0]);
+        assert_eq!(
+            round_ratios(&mine, &one_peer_round_empty),
+            Some((1.125, 1.0, 1.25, 2)),
+            "an empty round is left out"
+        );
         assert_eq!(round_ratios(&mine[..1], &theirs[..1]), None, "one round has no spread");
         assert_eq!(round_ratios(&mine, &rounds(&[0.0, 0.0, 0.0])), None);
     }
