@@ -38,7 +38,7 @@ cargo build --quiet --release -p rttscope -p rttscope-benches
 # switches, CPU ticks; then the machine's idle ticks.
 snapshot() { # proxy_pid
   python3 - "$1" "$(pgrep -n -x rttscope-bench)" "$(pgrep -n -x mariadbd)" <<'EOF'
-import os, sys
+import os, sys, time
 # One process for all threads: quick, so the window is what it says, and a thread that
 # ends while it reads is left out rather than ending the script.
 for role, pid in zip(('proxy', 'client', 'server'), sys.argv[1:]):
@@ -55,6 +55,8 @@ for role, pid in zip(('proxy', 'client', 'server'), sys.argv[1:]):
               int(stat[11]) + int(stat[12]))
 cpu = open('/proc/stat').readline().split()
 print('idle -', 0, 0, int(cpu[4]) + int(cpu[5]))
+# When these counts were read (the reading itself takes a while on a loaded machine).
+print('at', time.clock_gettime(time.CLOCK_BOOTTIME))
 EOF
 }
 
@@ -76,14 +78,15 @@ for side in rttscope HAProxy; do
     pid=$(pgrep -n -x haproxy) || { echo "cpu-b.sh: no haproxy running" >&2; exit 1; }
   fi
   sleep 1.5
-  # The window is longer than the sleep: on the loaded machine the server's counter and the
-  # snapshot take a second or more; q/s is over the time between the two counter readings.
+  # The server's counter and the snapshot are read a second or more apart on the loaded
+  # machine, so each is a rate over its own span (/proc/uptime and CLOCK_BOOTTIME are the
+  # same clock), and a figure per query is the one rate over the other.
   q0=$(executes)
-  t0=$(date +%s.%N)
+  t0=$(awk '{print $1}' /proc/uptime)
   snapshot "$pid" >"$out/$side.before"
   sleep 4
   q1=$(executes)
-  t1=$(date +%s.%N)
+  t1=$(awk '{print $1}' /proc/uptime)
   snapshot "$pid" >"$out/$side.after"
   python3 - "$out" "$side" $((q1 - q0)) "$t0" "$t1" <<'EOF'
 import os, sys
@@ -94,6 +97,9 @@ tick_us = 1e6 / os.sysconf('SC_CLK_TCK')
 def load(path):
     rows = {}
     for line in open(path):
+        if line.startswith('at '):
+            rows['at'] = float(line.split()[1])
+            continue
         role, name, vol, invol, ticks = line.split()
         # The proxy by thread; the client and the server as wholes.
         key = f"{side} {name}" if role == 'proxy' else {'client': 'client (bench)'}.get(role, role)
@@ -104,10 +110,12 @@ def load(path):
 if queries <= 0:
     sys.exit(f"cpu-b.sh: no query reached the server during {side}'s window (is it the server the bench uses?)")
 before, after = load(f"{out}/{side}.before"), load(f"{out}/{side}.after")
+# Counts over the snapshots' span, scaled to the counter's: per query at the same rate.
+scale = seconds / (after.pop('at') - before.pop('at'))
 print(f"{side}: {queries:,} queries in {seconds:.1f} s ({queries / seconds:,.0f} q/s)")
 print(f"  {'':<28} {'CPU µs/query':>12} {'switches/query (vol / invol)':>30}")
 for who in sorted(after, key=lambda w: (w == 'idle', w)):
-    vol, invol, ticks = (a - b for a, b in zip(after[who], before.get(who, (0, 0, 0))))
+    vol, invol, ticks = ((a - b) * scale for a, b in zip(after[who], before.get(who, (0, 0, 0))))
     if ticks == 0 and vol == 0 and invol == 0:
         continue
     switches = '' if who == 'idle' else f"{vol / queries:.2f} / {invol / queries:.2f}"
