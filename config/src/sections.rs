@@ -100,8 +100,8 @@ pub struct RelayConfig {
     pub upstream_rcvbuf: Option<ByteSize>,
     /// The longest a connection thread with nothing to do keeps polling its sockets before
     /// it sleeps: a waking CPU is most of what a hop costs on a virtual machine. The window
-    /// adapts to how long idle moments last, and polling stands aside while more threads
-    /// are runnable than there are CPUs. `0` sleeps at once; at most `1ms`. Default `100us`.
+    /// adapts to how long idle moments last, and polling stands aside while work waits for
+    /// a CPU half the time or more. `0` sleeps at once; at most `1ms`. Default `100us`.
     pub idle_poll: HumanDuration,
 }
 

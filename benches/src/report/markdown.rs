@@ -299,7 +299,7 @@ impl Report {
             }
             let share = |n: u64| n as f64 / moments as f64 * 100.0;
             notes.push(format!(
-                "{} polled before sleeping for {:.2} s of its {:.2} s CPU over b's runs, warm-ups included ({:.0} %); of {} idle moments with the window open a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (more threads runnable than CPUs).",
+                "{} polled before sleeping for {:.2} s of its {:.2} s CPU over b's runs, warm-ups included ({:.0} %); of {} idle moments with the window open a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (work was waiting for a CPU).",
                 side.name,
                 polled.seconds,
                 polled.cpu_seconds,

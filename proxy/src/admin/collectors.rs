@@ -113,7 +113,7 @@ impl Collector for RelayCollector {
         )?;
         f.labelled_counter(
             "rttscope_idle_polls_total",
-            "Idle moments of the connection threads: caught (work came while polling), missed (slept after the window), crowded (not polled: more threads runnable than CPUs).",
+            "Idle moments of the connection threads: caught (work came while polling), missed (slept after the window), crowded (not polled: work was waiting for a CPU).",
             relay.idle_poll.outcomes().into_iter().map(|(outcome, n)| ([("outcome", outcome)], n)),
         )?;
         f.counter(
