@@ -19,10 +19,10 @@
 //! - It stands aside when the machine is crowded ([`Crowding`]): when work waits for a CPU
 //!   half the time or more, a polling thread would take a CPU from it. Read from the
 //!   kernel's pressure stall information (`/proc/pressure/cpu`: how long some task waited
-//!   for a CPU) at most once a millisecond per thread, every 8 ms while crowded
-//!   ([`SAMPLE_EVERY_CROWDED`]); from `/proc/loadavg`'s runnable threads where the kernel
-//!   has no PSI ([`Gauge`]). This is what keeps many-connection throughput where it was
-//!   without polling.
+//!   for a CPU) every 100 ms at most ([`PRESSURE_EVERY`]); where the kernel has no PSI, from
+//!   `/proc/loadavg`'s runnable threads at most once a millisecond per thread, every 8 ms
+//!   while crowded ([`SAMPLE_EVERY_CROWDED`]) ([`Gauge`]). This is what keeps
+//!   many-connection throughput where it was without polling.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window. And a thread that parks because a
 //!   write found its socket full does not poll at all: its peer, perhaps the application on
@@ -56,7 +56,7 @@ use tokio::runtime::RuntimeMetrics;
 /// go back to being watched for data only.
 const EVENTS: usize = 8;
 
-/// How often a thread reads how crowded the machine is, at most.
+/// How often a thread reads `/proc/loadavg`, at most.
 const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 
 /// How often while the machine is crowded. Why less often: then nothing is polled, and a
@@ -65,6 +65,14 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 /// relay's CPU on a crowded machine (`perf`, workload b). The moving average needs 15 to 26
 /// uncrowded samples to let polling back: at this pace 0.1 to 0.2 s after the load ends.
 const SAMPLE_EVERY_CROWDED: Duration = Duration::from_millis(8);
+
+/// How often a thread reads `/proc/pressure/cpu`, at most. Why so seldom: the kernel weighs
+/// each CPU's stall time in a reading by the whole jiffies (1–10 ms) that CPU was busy since
+/// the reading before, so readings a millisecond apart lose most of the stall — measured
+/// here, 3 busy loops on 2 CPUs read every millisecond showed 1 % where read every second
+/// they show 50 % — and lose it for every reader of the file (monitoring, `systemd-oomd`),
+/// not only this one. At 100 ms a reading loses a few percent.
+const PRESSURE_EVERY: Duration = Duration::from_millis(100);
 
 /// What the connection threads' polling did, for `/metrics`.
 #[derive(Debug, Default)]
@@ -147,17 +155,17 @@ impl Crowding {
     }
 
     /// Takes one pressure sample: the share of the time since the last in which some task
-    /// waited for a CPU, in 256ths (`None`: unreadable).
+    /// waited for a CPU, in 256ths (`None`: unreadable). Half its weight: each covers 100 ms
+    /// or more already.
     pub(crate) fn sample_pressure(&mut self, waited: Option<u32>) {
-        self.add(waited.map_or(UNREAD, |w| w.min(256)));
+        let sample = waited.map_or(UNREAD, |w| w.min(256));
+        self.waiting = self.waiting / 2 + sample / 2;
     }
 
     /// Takes one load sample: `runnable` threads, this one among them (`None`: unreadable).
+    /// An eighth of the weight: each is an instant.
     pub(crate) fn sample_load(&mut self, runnable: Option<u32>) {
-        self.add(runnable.map_or(UNREAD, |n| n.saturating_sub(self.cpus).min(16) * 256));
-    }
-
-    fn add(&mut self, sample: u32) {
+        let sample = runnable.map_or(UNREAD, |n| n.saturating_sub(self.cpus).min(16) * 256);
         self.waiting = self.waiting - self.waiting / 8 + sample / 8;
     }
 
@@ -198,6 +206,15 @@ impl Gauge {
         match File::open("/proc/loadavg") {
             Ok(file) => Gauge::Load(file),
             Err(_) => Gauge::Unreadable,
+        }
+    }
+
+    /// How long after a reading the next may be taken.
+    fn every(&self, crowded: bool) -> Duration {
+        match self {
+            Gauge::Pressure { .. } => PRESSURE_EVERY,
+            _ if crowded => SAMPLE_EVERY_CROWDED,
+            _ => SAMPLE_EVERY,
         }
     }
 
@@ -388,7 +405,7 @@ impl Poller {
     fn before_park(&mut self) {
         let start = Instant::now();
         self.idle_since = Some(start);
-        let every = if self.crowding.crowded() { SAMPLE_EVERY_CROWDED } else { SAMPLE_EVERY };
+        let every = self.gauge.every(self.crowding.crowded());
         if self.sampled.is_none_or(|at| start.duration_since(at) >= every) {
             self.sampled = Some(start);
             self.gauge.sample(start, &mut self.crowding);
@@ -525,24 +542,34 @@ mod tests {
     fn crowding_by_pressure_is_work_waiting_for_a_cpu_half_the_time() {
         let share = |percent: u32| Some(percent * 256 / 100);
         let mut c = Crowding::new(2);
-        for _ in 0..50 {
+        for _ in 0..10 {
             c.sample_pressure(share(20));
         }
         assert!(!c.crowded(), "waiting a fifth of the time (one sequential client): free");
-        c.sample_pressure(share(100));
-        assert!(!c.crowded(), "one millisecond of waiting throughout does not decide");
-        for _ in 0..50 {
-            c.sample_pressure(share(90));
-        }
-        assert!(c.crowded(), "waiting 90 % of the time (8 connections on 2 CPUs): crowded");
-        for _ in 0..30 {
-            c.sample_pressure(share(10));
-        }
-        assert!(!c.crowded(), "free again within a few tens of samples");
+        c.sample_pressure(share(60));
+        assert!(!c.crowded(), "one reading a little over half does not decide");
+        c.sample_pressure(share(90));
+        assert!(c.crowded(), "then 90 % (8 connections on 2 CPUs): crowded");
+        c.sample_pressure(share(10));
+        c.sample_pressure(share(10));
+        assert!(!c.crowded(), "free again two readings after the load ends");
         c.sample_pressure(Some(100_000));
-        assert!(!c.crowded(), "a share above the whole counts as the whole, once");
+        assert!(c.crowded(), "a share above the whole counts as the whole");
+        c.sample_pressure(share(0));
+        c.sample_pressure(share(0));
+        assert!(!c.crowded());
         c.sample_pressure(None);
         assert!(c.crowded(), "unreadable: taken as crowded");
+    }
+
+    #[test]
+    fn pressure_is_read_seldom_and_the_load_often() {
+        let load = Gauge::Load(File::open("/proc/loadavg").unwrap());
+        assert_eq!(load.every(false), SAMPLE_EVERY);
+        assert_eq!(load.every(true), SAMPLE_EVERY_CROWDED);
+        let pressure = Gauge::Pressure { file: File::open("/proc/loadavg").unwrap(), last: None };
+        assert_eq!(pressure.every(false), PRESSURE_EVERY);
+        assert_eq!(pressure.every(true), PRESSURE_EVERY);
     }
 
     #[test]
