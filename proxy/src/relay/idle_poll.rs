@@ -139,8 +139,8 @@ impl Window {
 /// instant does not decide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Crowding {
-    /// How much work waited, in 256ths, as a moving average (1/8 per sample): of the time
-    /// (pressure), or in threads beyond the CPUs (load).
+    /// How much work waited, in 256ths, as a moving average: of the time (pressure, a half
+    /// per sample), or in threads beyond the CPUs (load, an eighth per sample).
     waiting: u32,
     cpus: u32,
 }
