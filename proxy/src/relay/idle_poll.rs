@@ -248,23 +248,24 @@ fn waited_share(waited: u64, elapsed: Duration) -> Option<u32> {
 /// Reads the µs some task has waited for a CPU since boot from `/proc/pressure/cpu`
 /// ("some avg10=0.00 avg60=0.00 avg300=0.00 total=1149127711").
 fn cpu_waited_us(pressure: &File) -> Option<u64> {
-    let mut buf = [0u8; 256];
-    let n = pressure.read_at(&mut buf, 0).ok()?;
-    parse_cpu_waited_us(buf.get(..n)?)
+    parse_cpu_waited_us(read_text(pressure, &mut [0u8; 256])?)
 }
 
-fn parse_cpu_waited_us(text: &[u8]) -> Option<u64> {
-    let text = std::str::from_utf8(text).ok()?;
+fn parse_cpu_waited_us(text: &str) -> Option<u64> {
     let some = text.lines().find(|l| l.starts_with("some "))?;
     some.split_ascii_whitespace().find_map(|field| field.strip_prefix("total="))?.parse().ok()
 }
 
 /// Reads the runnable threads from `/proc/loadavg` ("0.52 0.58 0.59 3/131 11486": 3).
 fn runnable(loadavg: &File) -> Option<u32> {
-    let mut buf = [0u8; 128];
-    let n = loadavg.read_at(&mut buf, 0).ok()?;
-    let text = std::str::from_utf8(buf.get(..n)?).ok()?;
-    text.split_ascii_whitespace().nth(3)?.split('/').next()?.parse().ok()
+    read_text(loadavg, &mut [0u8; 128])?.split_ascii_whitespace().nth(3)?.split('/').next()?.parse().ok()
+}
+
+/// A small /proc file read whole, afresh (from offset 0, so the same descriptor serves every
+/// reading), into `buf`, as text.
+fn read_text<'a>(file: &File, buf: &'a mut [u8]) -> Option<&'a str> {
+    let n = file.read_at(buf, 0).ok()?;
+    std::str::from_utf8(buf.get(..n)?).ok()
 }
 
 /// A connection thread's poller.
@@ -583,11 +584,11 @@ mod tests {
 
     #[test]
     fn the_time_waited_for_a_cpu_is_read_from_pressure() {
-        let text = b"some avg10=3.33 avg60=4.52 avg300=21.14 total=1149127711\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
+        let text = "some avg10=3.33 avg60=4.52 avg300=21.14 total=1149127711\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n";
         assert_eq!(parse_cpu_waited_us(text), Some(1_149_127_711));
-        assert_eq!(parse_cpu_waited_us(b"full avg10=0.00 total=5\n"), None, "no `some` line");
-        assert_eq!(parse_cpu_waited_us(b"some avg10=0.00\n"), None, "no total");
-        assert_eq!(parse_cpu_waited_us(b"some total=12x\n"), None);
+        assert_eq!(parse_cpu_waited_us("full avg10=0.00 total=5\n"), None, "no `some` line");
+        assert_eq!(parse_cpu_waited_us("some avg10=0.00\n"), None, "no total");
+        assert_eq!(parse_cpu_waited_us("some total=12x\n"), None);
         // Where the kernel has PSI (this project's machines do), its own file reads too and
         // the gauge picks it; elsewhere the gauge falls back to the load.
         match File::open("/proc/pressure/cpu") {
