@@ -171,6 +171,12 @@ pub const BUILTIN: &[Builtin] = &[
         &[],
     ),
     rttscope(
+        "no-sched-batch",
+        "relay.sched_batch: false: connection threads under the normal policy, free to preempt the task that woke them, as HAProxy's are",
+        "relay:\n  sched_batch: false\n",
+        &[],
+    ),
+    rttscope(
         "one-worker",
         "a single tokio worker thread (TOKIO_WORKER_THREADS=1)",
         "",

@@ -299,6 +299,18 @@ impl ProxyProcess {
         Self::launch_as(Command::new(rttscope_binary()?), &yaml, (listen, admin), &ready, |_| {}, false)
     }
 
+    /// Like [`start`](Self::start), run behind `prefix`: a program that sets something of the
+    /// process (`chrt --idle 0`: its scheduling policy) and execs rttscope in place, so
+    /// [`pid`](ListeningChild::pid) is rttscope's.
+    pub fn start_behind(prefix: &[&str], yaml: &str) -> Result<ProxyProcess> {
+        let (listen, admin) = free_listen_and_admin();
+        let ready = || TcpStream::connect(listen).is_ok();
+        let (program, args) = prefix.split_first().context("an empty prefix")?;
+        let mut command = Command::new(program);
+        command.args(args).arg(rttscope_binary()?);
+        Self::launch(command, yaml, (listen, admin), &ready, |_| {})
+    }
+
     /// Like [`start`](Self::start), but inside network namespace `ns` of `link` (through
     /// `ip netns exec`, which execs rttscope in place: [`pid`](ListeningChild::pid) is
     /// rttscope's). It listens on 127.0.0.1:6033 with its admin API on 127.0.0.1:6070 *of that

@@ -49,6 +49,67 @@ async fn wait_exit(proxy: &mut ProxyProcess, within: Duration) -> std::process::
     status.unwrap_or_else(|| panic!("rttscope still running {within:?} after the signal:\n{}", proxy.log()))
 }
 
+// --- Scheduling ------------------------------------------------------------------------
+
+/// Each thread of process `pid`: its name and scheduling policy (`/proc/PID/task/TID/stat`,
+/// field 41: 0 the normal policy, 3 `SCHED_BATCH`, 5 `SCHED_IDLE`).
+fn thread_policies(pid: u32) -> Vec<(String, u32)> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
+    tasks
+        .filter_map(|task| {
+            let stat = std::fs::read_to_string(task.ok()?.path().join("stat")).ok()?;
+            // The name is in parentheses and may hold anything: fields count from after it,
+            // the first there being field 3.
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_owned();
+            let policy = rest.split_whitespace().nth(41 - 3)?.parse().ok()?;
+            Some((name, policy))
+        })
+        .collect()
+}
+
+/// `relay.sched_batch`, on by default: the connection threads, and only they, run under
+/// `SCHED_BATCH`; `false` leaves them under the normal policy; and a policy rttscope was
+/// started under (`chrt --idle 0`) is kept, not replaced. Checked once every connection
+/// thread has served a client: a thread sets its policy before it serves.
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_threads_run_under_sched_batch_unless_told_or_started_otherwise() {
+    const NORMAL: u32 = 0;
+    const BATCH: u32 = 3;
+    const IDLE: u32 = 5;
+    let upstream = format!("upstream: {}\n", TestDb::shared().upstream_addr());
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let cases = [
+        ("default", ProxyProcess::start(&upstream), BATCH, NORMAL),
+        (
+            "sched_batch: false",
+            ProxyProcess::start(&format!("{upstream}relay:\n  sched_batch: false\n")),
+            NORMAL,
+            NORMAL,
+        ),
+        ("under chrt --idle 0", ProxyProcess::start_behind(&["chrt", "--idle", "0"], &upstream), IDLE, IDLE),
+    ];
+    for (case, proxy, connection_threads, the_rest) in cases {
+        let proxy = proxy.unwrap_or_else(|e| panic!("{case}: {e:#}"));
+        // Connections are dealt to the threads in turn: one client each.
+        let mut clients = Vec::new();
+        for n in 0..threads {
+            let mut conn = connect(proxy.listen()).await.unwrap();
+            echo(&mut conn, n as u64).await.unwrap();
+            clients.push(conn);
+        }
+        let policies = thread_policies(proxy.pid());
+        let (served, others): (Vec<_>, Vec<_>) =
+            policies.iter().partition(|(name, _)| name.starts_with("rttscope-conn-"));
+        assert_eq!(served.len(), threads, "{case}: one connection thread per CPU: {policies:?}");
+        assert!(served.iter().all(|(_, p)| *p == connection_threads), "{case}: {policies:?}\n{}", proxy.log());
+        assert!(others.iter().all(|(_, p)| *p == the_rest), "{case}: {policies:?}");
+        for conn in clients {
+            conn.disconnect().await.unwrap();
+        }
+    }
+}
+
 // --- Shutdown --------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread")]

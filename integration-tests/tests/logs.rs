@@ -53,6 +53,7 @@ fn json_log_format_gives_one_object_per_line_from_the_flag_or_the_config() {
         assert_eq!(ready["fields"]["buffer_size"], size(defaults.relay.buffer_size.0), "{ready}");
         assert_eq!(ready["fields"]["buffer_budget"], size(defaults.limits.buffer_budget.0), "{ready}");
         assert_eq!(ready["fields"]["idle_poll"], "100us", "{ready}");
+        assert_eq!(ready["fields"]["sched_batch"], true, "{ready}");
         assert!(lines.iter().any(|l| l["fields"]["message"] == "rttscope stopped"), "{log}");
     }
 }

@@ -218,6 +218,7 @@ fn serve(config: Config) -> ExitCode {
             buffer_budget = %human::size(config.limits.buffer_budget.0),
             idle_timeout = %config.limits.idle_timeout,
             idle_poll = %config.relay.idle_poll,
+            sched_batch = config.relay.sched_batch,
             record = config.record.enabled,
             "rttscope ready"
         );

@@ -1,7 +1,8 @@
 //! System calls the standard library does not wrap: the kernel's view of a
 //! TCP socket (`getsockopt(TCP_INFO)`, `SO_MEMINFO`, `SIOCOUTQ`/`SIOCINQ`), a thread's
-//! timer slack, the open-file limit, and the allocator's count and trimming of the heap;
-//! and the forwarding path's writes to a plain socket, made as a bare system call.
+//! timer slack and scheduling policy, the open-file limit, and the allocator's count and
+//! trimming of the heap; and the forwarding path's writes to a plain socket, made as a bare
+//! system call.
 //! The only `unsafe` in rttscope.
 //!
 //! `struct tcp_info` only ever grows at its end, and the kernel copies
@@ -311,6 +312,35 @@ pub fn set_timer_slack(slack: std::time::Duration) {
     if rc != 0 {
         tracing::debug!(error = %io::Error::last_os_error(), "cannot set timer slack");
     }
+}
+
+/// The calling thread's scheduling policy as the kernel names it (`SCHED_OTHER`,
+/// `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`).
+pub fn scheduling_policy() -> io::Result<&'static str> {
+    // SAFETY: sched_getscheduler takes a pid (0: the calling thread) and reads nothing of ours.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    Ok(match policy {
+        -1 => return Err(io::Error::last_os_error()),
+        libc::SCHED_OTHER => "SCHED_OTHER",
+        libc::SCHED_BATCH => "SCHED_BATCH",
+        libc::SCHED_IDLE => "SCHED_IDLE",
+        libc::SCHED_FIFO => "SCHED_FIFO",
+        libc::SCHED_RR => "SCHED_RR",
+        // SCHED_DEADLINE (6); libc has no constant for it.
+        6 => "SCHED_DEADLINE",
+        _ => "an unknown policy",
+    })
+}
+
+/// Moves the calling thread from the normal policy to `SCHED_BATCH`, its nice value kept;
+/// no privilege needed. Only the calling thread changes (pid 0 is the caller's thread id).
+pub fn use_batch_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: one sched_param we own, read by the kernel; SCHED_BATCH takes priority 0.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The open-file limit: `(soft, hard)`.
