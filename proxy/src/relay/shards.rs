@@ -13,8 +13,8 @@
 //! sleeps ([`idle_poll`](super::idle_poll)), and runs under `SCHED_BATCH` (`relay.sched_batch`):
 //! woken by a socket while every CPU is busy, it lets the task that woke it finish its turn
 //! rather than preempt it, and then serves what has come in meanwhile in one go. On workload b
-//! (8 clients, the server and rttscope on 2 CPUs) that is 8 % more queries a second for 6 %
-//! less CPU each (`scripts/bench.sh --only b --scenario no-sched-batch`).
+//! (8 clients, the server and rttscope on 2 CPUs) that is 4.6 % more queries a second for 7 %
+//! less CPU each (ten rounds of `scripts/bench.sh --only b --scenario no-sched-batch`).
 
 use std::io;
 use std::sync::{Arc, Once};
