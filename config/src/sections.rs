@@ -107,7 +107,7 @@ pub struct RelayConfig {
     /// by its sockets does not preempt the task running on its CPU (often the client or the
     /// server that just woke it) but waits for that task's turn to end, and then finds more
     /// work at once. When every CPU is busy this saves context switches for the whole
-    /// machine; when one is free the woken thread runs there at once, as before. Nice
+    /// machine; with polling on (`idle_poll`), a lone client's latency does not move. Nice
     /// values are kept, and a thread started under another policy than the normal one
     /// (`chrt`, systemd's `CPUSchedulingPolicy=`) is left as the operator set it. `false`
     /// keeps the normal policy. Default `true`.

@@ -319,15 +319,17 @@ pub fn set_timer_slack(slack: std::time::Duration) {
 pub fn scheduling_policy() -> io::Result<&'static str> {
     // SAFETY: sched_getscheduler takes a pid (0: the calling thread) and reads nothing of ours.
     let policy = unsafe { libc::sched_getscheduler(0) };
-    Ok(match policy {
-        -1 => return Err(io::Error::last_os_error()),
+    if policy == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    // The reset-on-fork flag comes back or'ed in; it is no policy of its own.
+    Ok(match policy & !libc::SCHED_RESET_ON_FORK {
         libc::SCHED_OTHER => "SCHED_OTHER",
         libc::SCHED_BATCH => "SCHED_BATCH",
         libc::SCHED_IDLE => "SCHED_IDLE",
         libc::SCHED_FIFO => "SCHED_FIFO",
         libc::SCHED_RR => "SCHED_RR",
-        // SCHED_DEADLINE (6); libc has no constant for it.
-        6 => "SCHED_DEADLINE",
+        libc::SCHED_DEADLINE => "SCHED_DEADLINE",
         _ => "an unknown policy",
     })
 }
