@@ -320,7 +320,12 @@ async fn out_of_file_descriptors_refuses_with_1040_naming_the_limit() {
         }
     })
     .unwrap();
-    assert!(proxy.log().contains("open-file limit cannot hold"), "no warning at start:\n{}", proxy.log());
+    // The log is read from rttscope's stderr by a thread of the test's own, which may not have
+    // read the start-up lines yet when the listener answers: wait for the line.
+    let warned = tokio::task::block_in_place(|| {
+        proxy.log_line(|l| l.contains("open-file limit cannot hold"), Duration::from_secs(10))
+    });
+    assert!(warned.is_some(), "no warning at start:\n{}", proxy.log());
     let mut open = Vec::new();
     let refusal = loop {
         assert!(open.len() < LIMIT as usize, "{} connections under a limit of {LIMIT} fds", open.len());
@@ -347,7 +352,10 @@ async fn out_of_file_descriptors_refuses_with_1040_naming_the_limit() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     echo(&mut again, 4).await.unwrap();
-    assert!(proxy.log().contains("out of file descriptors"), "{}", proxy.log());
+    let said = tokio::task::block_in_place(|| {
+        proxy.log_line(|l| l.contains("out of file descriptors"), Duration::from_secs(10))
+    });
+    assert!(said.is_some(), "{}", proxy.log());
 }
 
 #[tokio::test(flavor = "multi_thread")]
