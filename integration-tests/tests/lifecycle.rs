@@ -49,6 +49,13 @@ async fn wait_exit(proxy: &mut ProxyProcess, within: Duration) -> std::process::
     status.unwrap_or_else(|| panic!("rttscope still running {within:?} after the signal:\n{}", proxy.log()))
 }
 
+/// Whether rttscope's log has a line holding `text`, waiting up to 10 s for it: the test reads
+/// rttscope's stderr through a thread of its own, which may not yet have read a line the
+/// process wrote just before what the test saw (its listener answering, its exit).
+fn logged(proxy: &ProxyProcess, text: &str) -> bool {
+    tokio::task::block_in_place(|| proxy.log_line(|l| l.contains(text), Duration::from_secs(10))).is_some()
+}
+
 // --- Scheduling ------------------------------------------------------------------------
 
 /// Each thread of process `pid`: its name and scheduling policy (`/proc/PID/task/TID/stat`,
@@ -155,7 +162,7 @@ async fn sigint_when_idle_exits_0() {
     proxy.signal(libc::SIGINT).unwrap();
     let status = wait_exit(&mut proxy, Duration::from_secs(3)).await;
     assert!(status.success(), "{status}:\n{}", proxy.log());
-    assert!(proxy.log().contains("SIGINT: shutting down"), "{}", proxy.log());
+    assert!(logged(&proxy, "SIGINT: shutting down"), "{}", proxy.log());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -172,7 +179,7 @@ async fn grace_period_bounds_shutdown() {
     assert!(status.success(), "{status}:\n{}", proxy.log());
     let result = tokio::time::timeout(Duration::from_secs(5), sleeping).await.expect("client told at once").unwrap();
     assert!(result.is_err(), "SLEEP(10) completed although its connection was aborted");
-    assert!(proxy.log().contains("grace period over"), "{}", proxy.log());
+    assert!(logged(&proxy, "grace period over"), "{}", proxy.log());
 }
 
 /// A second signal stops at once, cutting off what is in flight, and still writes the final
@@ -198,7 +205,7 @@ async fn a_second_signal_stops_at_once_and_keeps_the_report() {
     let written = std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no report ({e}):\n{}", proxy.log()));
     assert!(written.contains("\"schema_version\""), "{written}");
     assert!(written.contains("select ?"), "the statement before the signals is in it: {written}");
-    assert!(proxy.log().contains("final report written with what was recorded so far"), "{}", proxy.log());
+    assert!(logged(&proxy, "final report written with what was recorded so far"), "{}", proxy.log());
 }
 
 // --- Limits ----------------------------------------------------------------------------
@@ -320,12 +327,7 @@ async fn out_of_file_descriptors_refuses_with_1040_naming_the_limit() {
         }
     })
     .unwrap();
-    // The log is read from rttscope's stderr by a thread of the test's own, which may not have
-    // read the start-up lines yet when the listener answers: wait for the line.
-    let warned = tokio::task::block_in_place(|| {
-        proxy.log_line(|l| l.contains("open-file limit cannot hold"), Duration::from_secs(10))
-    });
-    assert!(warned.is_some(), "no warning at start:\n{}", proxy.log());
+    assert!(logged(&proxy, "open-file limit cannot hold"), "no warning at start:\n{}", proxy.log());
     let mut open = Vec::new();
     let refusal = loop {
         assert!(open.len() < LIMIT as usize, "{} connections under a limit of {LIMIT} fds", open.len());
@@ -352,10 +354,7 @@ async fn out_of_file_descriptors_refuses_with_1040_naming_the_limit() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     echo(&mut again, 4).await.unwrap();
-    let said = tokio::task::block_in_place(|| {
-        proxy.log_line(|l| l.contains("out of file descriptors"), Duration::from_secs(10))
-    });
-    assert!(said.is_some(), "{}", proxy.log());
+    assert!(logged(&proxy, "out of file descriptors"), "{}", proxy.log());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -519,7 +518,7 @@ async fn a_report_path_or_tls_file_start_cannot_use_is_named_before_it_is_needed
     proxy.signal(libc::SIGTERM).unwrap();
     let status = wait_exit(&mut proxy, Duration::from_secs(10)).await;
     assert_eq!(status.code(), Some(1), "{status}:\n{}", proxy.log());
-    assert!(proxy.log().contains("cannot write the final report"), "{}", proxy.log());
+    assert!(logged(&proxy, "cannot write the final report"), "{}", proxy.log());
 }
 
 /// An address that refuses connections while the returned socket lives: bound, never
