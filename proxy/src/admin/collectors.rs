@@ -196,6 +196,11 @@ impl Collector for RecordCollector {
             &all.first_byte_seconds,
         )?;
         f.histogram("rttscope_result_bytes", "Bytes in each response.", &m.result_bytes)?;
+        f.histogram(
+            "rttscope_inject_late_seconds",
+            "Per command over the emulated link (inject): how much later than its settings the link let the request and the response's end go (timer and scheduling lateness); part of the link's time, never the server's.",
+            &m.inject_late,
+        )?;
         f.gauge(
             "rttscope_statement_classes",
             "Statement fingerprints tracked in the current window.",

@@ -106,6 +106,8 @@ pub struct DelayLine {
     released: u64,
     /// Pending releases: (stream offset the release reaches, when).
     marks: VecDeque<(u64, Instant)>,
+    /// When the bytes released last were due, until [`DelayLine::take_due`] takes it.
+    last_due: Option<Instant>,
     /// When the emulated wire is next free.
     wire_free: Option<Instant>,
     last_release: Option<Instant>,
@@ -129,6 +131,7 @@ impl DelayLine {
             scheduled: offset,
             released: offset,
             marks: VecDeque::new(),
+            last_due: None,
             wire_free: None,
             last_release: None,
             departures: VecDeque::new(),
@@ -299,9 +302,21 @@ impl DelayLine {
                 break;
             }
             self.released = end;
+            self.last_due = Some(at);
             self.marks.pop_front();
         }
         self.released
+    }
+
+    /// Bytes (stream offset) whose release time had passed when last asked.
+    pub fn released(&self) -> u64 {
+        self.released
+    }
+
+    /// When the bytes released last were due, once: the write that sends them says how late
+    /// they went.
+    pub fn take_due(&mut self) -> Option<Instant> {
+        self.last_due.take()
     }
 
     /// The held releases: (stream offset reached, when), in order.

@@ -93,8 +93,12 @@ pub struct CommandRecord {
     pub sample: Option<Box<[u64]>>,
     /// The upstream path's base RTT as the kernel last measured it, µs (0: unknown).
     pub rtt_us: u32,
-    /// Of the command's time, how much an emulated link added, µs.
+    /// Of the command's time, how much an emulated link added, µs: as measured, with
+    /// `late_us` in it.
     pub injected_us: u64,
+    /// Of `injected_us`, how much later than its settings the emulated link let the request
+    /// and the response's end go (its timers' and the relay's lateness on a busy machine), µs.
+    pub late_us: u64,
     /// The state machine lost its place in this command's response: counts are partial.
     pub unparsed: bool,
     /// The long-haul socket retransmitted, or received out of order behind a hole, while
@@ -158,6 +162,7 @@ impl CommandRecord {
             sample,
             rtt_us,
             injected_us,
+            late_us,
             unparsed,
             retransmission_wait,
             payload_sample,
@@ -167,7 +172,7 @@ impl CommandRecord {
         *kind = StatementKind::default();
         *first_byte_us = None;
         (*round_trips, *columns, *warnings, *fetch_rows, *rows_in_values, *rtt_us) = (0, 0, 0, 0, 0, 0);
-        (*bytes_up, *bytes_down, *rows, *affected_rows, *injected_us) = (0, 0, 0, 0, 0);
+        (*bytes_up, *bytes_down, *rows, *affected_rows, *injected_us, *late_us) = (0, 0, 0, 0, 0, 0);
         (*wire_up, *wire_down) = (None, None);
         *error = None;
         *statement = None;
@@ -225,6 +230,7 @@ mod tests {
         used.origin = Some(Arc::new(Origin::default()));
         (used.example, used.sample) = (Some("insert 1".into()), Some(Box::from([1u64, 2].as_slice())));
         (used.rtt_us, used.injected_us, used.unparsed, used.retransmission_wait) = (10, 11, true, true);
+        used.late_us = 12;
         used.payload_sample = Some(PayloadSample::Bytes(Box::from([1u8, 2, 3].as_slice())));
 
         used.reset(8, 22, FingerprintId(4), text.clone(), 1_000);

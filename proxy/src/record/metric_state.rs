@@ -57,6 +57,9 @@ impl BucketHistogram {
 /// Seconds: 50 µs to 10 s, for round-trip-sized to slow-query-sized latencies.
 pub const SECONDS_BUCKETS: &[f64] =
     &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+/// Seconds of lateness: 10 µs to 100 ms, around the ±0.3 ms an emulated link should keep to.
+pub const LATE_SECONDS_BUCKETS: &[f64] =
+    &[0.00001, 0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.1];
 /// Bytes: 256 B to 1 GiB in powers of four.
 pub const BYTES_BUCKETS: &[f64] = &[
     256.0,
@@ -80,6 +83,9 @@ pub const BYTES_BUCKETS: &[f64] = &[
 pub struct CommandMetrics {
     /// Response packet bytes per command: `rttscope_result_bytes`.
     pub result_bytes: BucketHistogram,
+    /// Per command over an emulated link, how much later than its settings the link let it
+    /// go: `rttscope_inject_late_seconds`.
+    pub inject_late: BucketHistogram,
     /// `[commands, errors]` by command byte: counted by index, named when a scrape reads
     /// them ([`by_command`](Self::by_command)). (A search of `(name, count)` pairs by name
     /// cost some 90 instructions a command in f.)
@@ -92,6 +98,7 @@ impl Default for CommandMetrics {
     fn default() -> Self {
         CommandMetrics {
             result_bytes: BucketHistogram::new(BYTES_BUCKETS),
+            inject_late: BucketHistogram::new(LATE_SECONDS_BUCKETS),
             commands: Box::new([[0; 2]; 256]),
             statements: StatementMetrics::new(DEFAULT_TOP_STATEMENTS),
         }
@@ -111,6 +118,9 @@ impl CommandMetrics {
     pub fn record(&mut self, r: &CommandRecord) {
         self.statements.record(r);
         self.result_bytes.observe(r.bytes_down as f64);
+        if r.injected_us > 0 {
+            self.inject_late.observe(r.late_us as f64 / 1e6);
+        }
         let [count, errors] = &mut self.commands[usize::from(r.command)];
         *count += 1;
         *errors += u64::from(r.error.is_some());

@@ -90,6 +90,9 @@ pub struct Recorder {
     mode: SqlMode,
     /// Holds each finished record until a reading says whether it waited for a retransmission.
     retransmits: RetransmissionWatch,
+    /// A finished record whose response's end an emulated link still holds: it goes on when
+    /// the link lets that end go, with how late it went.
+    awaiting_release: Option<Box<CommandRecord>>,
     /// Round trips the login paid before its auth exchange: the upstream TCP handshake, the
     /// greeting, and the upstream TLS handshake if any.
     setup_round_trips: u32,
@@ -124,6 +127,7 @@ impl Recorder {
             unnamed: Arc::from(""),
             mode: SqlMode::default(),
             retransmits: RetransmissionWatch::default(),
+            awaiting_release: None,
             setup_round_trips: SETUP_ROUND_TRIPS,
         }
     }
@@ -192,8 +196,19 @@ impl Recorder {
 
     /// Sends the record held for a reading that did not come before something else did.
     fn send_held(&mut self) {
+        if let Some(record) = self.awaiting_release.take() {
+            self.settle(record);
+        }
         if let Some(record) = self.retransmits.flush() {
             self.sink.send(Event::Command(record));
+        }
+    }
+
+    /// A finished record on its way out: to the retransmission watch, which may hand back an
+    /// earlier one to send.
+    fn settle(&mut self, record: Box<CommandRecord>) {
+        if let Some(ready) = self.retransmits.finished(record) {
+            self.sink.send(Event::Command(ready));
         }
     }
 
@@ -339,7 +354,7 @@ impl Observer for Recorder {
         record.rtt_us = self.base_rtt_us;
         // ... and the end of the response this long on its way down, after the link had held
         // back the rest of it (a bandwidth limit: most of a large result's time).
-        record.injected_us += self.hold_us + std::mem::take(&mut self.stalled_down);
+        record.injected_us += self.hold_us + std::mem::take(&mut self.stalled_down) + record.late_us;
         // Connection setup also paid the upstream TCP handshake, greeting and TLS.
         record.round_trips = s.round_trips + if record.command == CONNECT { self.setup_round_trips } else { 0 };
         record.bytes_up = s.bytes_up;
@@ -379,8 +394,13 @@ impl Observer for Recorder {
             COM_RESET_CONNECTION | COM_CHANGE_USER if ok => self.statements.clear(),
             _ => {}
         }
-        if let Some(ready) = self.retransmits.finished(record) {
-            self.sink.send(Event::Command(ready));
+        if self.hold_us > 0 {
+            // Its end is held on the emulated link: it goes on once that end is out.
+            if let Some(earlier) = self.awaiting_release.replace(record) {
+                self.settle(earlier);
+            }
+        } else {
+            self.settle(record);
         }
         // The next command in line, if pipelined, is the one in flight now.
         if let Some(text) = self.in_flight.front().map(|next| next.record.text.clone()) {
@@ -398,6 +418,26 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
+    fn released_late(&mut self, direction: Direction, late_us: u64) {
+        match direction {
+            // The request went on that much later: the server saw it then.
+            Direction::ToUpstream => {
+                if let Some(f) = self.in_flight.back_mut() {
+                    f.record.late_us = late_us;
+                }
+            }
+            // The response's end reached the client that much later.
+            Direction::ToClient => {
+                if let Some(mut record) = self.awaiting_release.take() {
+                    record.late_us += late_us;
+                    record.injected_us += late_us;
+                    record.last_byte_us += late_us;
+                    self.settle(record);
+                }
+            }
+        }
+    }
+
     fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
         match direction {
             Direction::ToUpstream => self.stalled_up += stalled_us,

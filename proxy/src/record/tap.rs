@@ -24,6 +24,10 @@ pub trait Tap: Observer {
     /// emulated link's bytes filled rttscope's buffer: time the link added (its sender's
     /// window closed meanwhile), beyond what those bytes are held.
     fn line_stalled(&mut self, _direction: Direction, _stalled_us: u64) {}
+    /// Bytes an emulated link held went out `late_us` after the moment they were due: its
+    /// timers' and the relay's own lateness (a busy machine), time the link added beyond its
+    /// settings. Told for the write that sent the last bytes due so far.
+    fn released_late(&mut self, _direction: Direction, _late_us: u64) {}
     /// The handshake was relayed: who connected, as whom.
     fn connected(&mut self, _client: &str, _response: &HandshakeResponse41, _legs: &Legs) {}
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -107,6 +111,11 @@ impl<T: Tap> Tap for Option<T> {
             t.line_stalled(direction, stalled_us);
         }
     }
+    fn released_late(&mut self, direction: Direction, late_us: u64) {
+        if let Some(t) = self {
+            t.released_late(direction, late_us);
+        }
+    }
     fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
         if let Some(t) = self {
             t.connected(client, response, legs);
@@ -162,6 +171,9 @@ macro_rules! tuple_tap {
             }
             fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
                 $(self.$i.line_stalled(direction, stalled_us);)+
+            }
+            fn released_late(&mut self, direction: Direction, late_us: u64) {
+                $(self.$i.released_late(direction, late_us);)+
             }
             fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
                 $(self.$i.connected(client, response, legs);)+

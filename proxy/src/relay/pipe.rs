@@ -61,6 +61,9 @@ pub(super) struct HalfPipe {
     /// makes room. Such waits add up in `line_stalled_us` until the next read tells them.
     line_full_since: Option<Instant>,
     line_stalled_us: u64,
+    /// How late the last bytes the emulated link released went out, µs, until the pump
+    /// takes it.
+    released_late_us: Option<u64>,
     /// Where bytes beyond `base` are accounted for, across connections.
     budget: Arc<BufferBudget>,
 }
@@ -160,6 +163,7 @@ impl HalfPipe {
             last_late_write: None,
             line_full_since: None,
             line_stalled_us: 0,
+            released_late_us: None,
             budget,
         }
     }
@@ -455,6 +459,7 @@ impl HalfPipe {
                     }
                     self.start += n;
                     self.written += n as u64;
+                    self.note_lateness();
                     self.unflushed = to.may_hold_writes();
                     if self.start == self.end {
                         // Nothing waits; the next read starts at the front. Bytes
@@ -484,6 +489,25 @@ impl HalfPipe {
             }
         }
         Ok(moved)
+    }
+
+    /// On an emulated link, once every byte it held is written: how long after the last of
+    /// them was due (a clock read per drained link, never on the fast path). The last bytes
+    /// are what a command waits for; earlier ones' lateness moves nothing the schedule fixes.
+    fn note_lateness(&mut self) {
+        let Some(line) = &mut self.line else { return };
+        if self.written < line.released() || line.next_release().is_some() {
+            return;
+        }
+        if let Some(due) = line.take_due() {
+            let late = std::time::Instant::now().saturating_duration_since(due);
+            self.released_late_us = Some(late.as_micros() as u64);
+        }
+    }
+
+    /// How late the emulated link's last released bytes went out, µs, once.
+    pub fn take_released_late(&mut self) -> Option<u64> {
+        self.released_late_us.take()
     }
 
     /// Bytes that may be written now. On an emulated link, only released

@@ -203,6 +203,9 @@ pub(super) async fn pump(
                 }
             }
             progress |= to_upstream.poll_send(cx, (upstream, Peer::Upstream))?;
+            if let Some(late_us) = to_upstream.take_released_late() {
+                tap.released_late(Direction::ToUpstream, late_us);
+            }
             if let Some(fresh) = &fresh {
                 last_activity_us = fresh.arrived_us;
                 if !marks {
@@ -290,6 +293,9 @@ pub(super) async fn pump(
             }
             if reply.is_none() && kill.is_none() {
                 progress |= to_client.poll_send(cx, (client, Peer::Client))?;
+                if let Some(late_us) = to_client.take_released_late() {
+                    tap.released_late(Direction::ToClient, late_us);
+                }
             }
             if let Some(fresh) = fresh {
                 last_activity_us = fresh.arrived_us;
