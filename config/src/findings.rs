@@ -35,7 +35,9 @@ pub struct FindingsConfig {
     /// compress well, while the long hop is not compressed.
     pub compression: CompressionConfig,
     /// Links to show "what this would cost there" for, in every finding and in the report.
-    /// Default: same rack (200us), another data centre (15ms, 34mbit), another region (80ms).
+    /// Default: same rack (200us, 10gbit), another data centre (15ms, 34mbit), another region
+    /// (80ms, 20mbit): every one with a bandwidth, slower the farther, so a large result costs
+    /// more the farther it goes.
     pub scenarios: Vec<Scenario>,
 }
 
@@ -97,8 +99,10 @@ impl Default for NPlusOneConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RepeatedWriteConfig {
-    /// Fewest back-to-back executions of one write fingerprint that count. At least 2.
-    /// Default `5`.
+    /// Fewest back-to-back executions of one write fingerprint that count, when a parent's
+    /// rows, one trace, one sqlcommenter origin or one explicit transaction shows they were one
+    /// loop; a run shown only by its regular pace needs `n_plus_one.min_repeats_without_parent`
+    /// (random streaks of a few come by chance). At least 2. Default `5`.
     pub min_repeats: u32,
     /// Largest gap between consecutive executions of the run. Greater than 0.
     /// Default `100ms`.
@@ -242,14 +246,14 @@ impl Scenario {
             Scenario {
                 name: "same rack".to_owned(),
                 rtt: HumanDuration(std::time::Duration::from_micros(200)),
-                bandwidth: None,
+                bandwidth: mbit(10_000),
             },
             Scenario {
                 name: "another data centre".to_owned(),
                 rtt: HumanDuration::from_millis(15),
                 bandwidth: mbit(34),
             },
-            Scenario { name: "another region".to_owned(), rtt: HumanDuration::from_millis(80), bandwidth: None },
+            Scenario { name: "another region".to_owned(), rtt: HumanDuration::from_millis(80), bandwidth: mbit(20) },
         ]
     }
 }

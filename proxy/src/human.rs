@@ -52,9 +52,16 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
-/// A link's bandwidth in bits per second: `34 Mbit/s`, `512 kbit/s`.
+/// A link's bandwidth in bits per second: `10 Gbit/s`, `34 Mbit/s`, `512 kbit/s`.
 pub fn bandwidth(bits_per_second: u64) -> String {
-    if bits_per_second >= 1_000_000 {
+    if bits_per_second >= 1_000_000_000 && bits_per_second.is_multiple_of(100_000_000) {
+        let tenths = bits_per_second / 100_000_000;
+        if tenths.is_multiple_of(10) {
+            format!("{} Gbit/s", tenths / 10)
+        } else {
+            format!("{}.{} Gbit/s", tenths / 10, tenths % 10)
+        }
+    } else if bits_per_second >= 1_000_000 {
         format!("{} Mbit/s", bits_per_second / 1_000_000)
     } else {
         format!("{} kbit/s", bits_per_second / 1000)

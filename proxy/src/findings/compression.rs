@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use rttscope_config::FindingsConfig;
 
 use super::run::{AppId, Bar, Context, Detector, Run};
-use super::whatif::{Measured, Projection, project};
+use super::whatif::{Projection, project};
 use super::{Detail, Emulated, Finding, Kind};
 use crate::fingerprint::FingerprintId;
 use crate::human::{bandwidth, bytes, us};
@@ -64,23 +64,11 @@ impl Compression {
     /// Whether, at one of the links it could be projected onto, its bytes take at least
     /// `min_share` of its time.
     fn bandwidth_bound(&self, run: &Run) -> bool {
-        let m = measured(run);
+        let m = run.measured();
         links(&self.scenarios, run.emulated).any(|(_, rtt_us, bw)| {
             let total = project(m, rtt_us, Some(bw));
             transfer_us(m.bytes, bw) as f64 >= self.min_share * total.max(1) as f64
         })
-    }
-}
-
-/// What a run's projection starts from: its commands' own time (the recording's idle time
-/// between executions is no part of it).
-fn measured(run: &Run) -> Measured {
-    Measured {
-        took_us: run.busy_us,
-        round_trips: run.round_trips,
-        bytes: run.bytes,
-        observed_rtt_us: u64::from(run.rtt_us),
-        injected_us: run.injected_us,
     }
 }
 

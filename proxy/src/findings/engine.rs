@@ -296,26 +296,28 @@ impl FindingsEngine {
         let measured = f.measured();
         let at_reference_us = whatif::project(measured, self.reference_rtt_us, None);
         // Churn spans more connections than a finding lists: its detector kept the sums.
+        // Both sides are connection-time: the connections' commands, each counted.
         let (part, whole) = match f.detail {
             Detail::Churn { setup_us, recorded_us } => (setup_us, recorded_us),
-            _ => (f.cost_us, f.per_conn.iter().map(|(c, _)| conn_time(*c)).sum()),
+            _ => (f.commands_us, f.per_conn.iter().map(|(c, _)| conn_time(*c)).sum()),
         };
         let share_of_connection_time = churn::share(part, whole);
-        let what_if = projections(measured, &self.config.scenarios, suggest::subject(f.kind));
+        // Connections long closed are forgotten: then the cost alone judges.
+        let share = (whole > 0).then_some(share_of_connection_time);
+        let what_if = projections(measured, &self.config.scenarios);
         // Compression's fix is worth what it saves at each link's bandwidth.
         let fix = match f.kind {
             Kind::Compression => compression::fix(&f, &what_if),
             _ => suggest::fix(&f),
         };
         Assessed {
-            severity: Severity::at_reference(at_reference_us),
+            severity: Severity::of(at_reference_us, share),
             headline: suggest::headline(&f),
             fix,
             reference_rtt_us: self.reference_rtt_us,
             at_reference_us,
             base_us: measured.base_us(),
             what_if,
-            emulation: f.emulated.map(|e| whatif::check_emulation(measured, e)),
             share_of_connection_time,
             finding: f,
         }

@@ -10,21 +10,30 @@
 //!   thousands of transactions are thousands of bursts of ten, not one loop.
 //!
 //! A run is linked to its parent when the values its executions use appeared in the sampled
-//! result of a query that ended just before the run began. A linked run is a loop over that
-//! result and qualifies at `min_repeats`; one without a parent must be longer,
+//! result of a query that ended just before the run began — on its own connection, or on
+//! another of the same application's (a loop handed round a pool). A linked run is a loop over
+//! that result and qualifies at `min_repeats`; one without a parent must be longer,
 //! `min_repeats_without_parent`, to tell it from a workload that simply does a fixed handful
 //! of lookups per transaction.
+//!
+//! Repetition alone is no loop: independent requests on a pooled connection, or a benchmark
+//! picking one of a few tables at random, make streaks of one statement too, and a JOIN or a
+//! batch cannot replace them. A run qualifies only with a [`LoopShape`] that shows one unit of
+//! work issued it: a parent, one trace, one sqlcommenter origin, one explicit transaction, or
+//! a regular loop body — the same number of other statements between every two executions and
+//! a steady time between them, which random arrivals do not have.
 
 use std::collections::VecDeque;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustc_hash::FxHashMap as HashMap;
 
 use rttscope_config::FindingsConfig;
 
-use super::run::{Bar, Context, Detector, ParentLink, Role, Run};
-use super::{Detail, Kind, PatternScope};
+use super::run::{AppId, Bar, Context, Detector, ParentLink, Role, Run};
+use super::{Detail, Kind, LoopShape, PatternScope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::{COM_QUERY, COM_STMT_EXECUTE};
 use crate::record::{CommandRecord, Origin, Values};
@@ -38,8 +47,20 @@ const PARENT_WINDOW_US: u64 = 10_000_000;
 const CHILDREN_CHECKED: u32 = 64;
 /// Open runs tracked at once; past this, the stalest is closed.
 const MAX_RUNS: usize = 4096;
-/// Scopes whose position and parents are remembered.
+/// Scopes whose position and parents are remembered; applications whose recent results are.
 const MAX_SCOPES: usize = 4096;
+/// Gaps between executions a run remembers to judge how steady they are: its first ones.
+const GAPS_KEPT: usize = 64;
+/// A regular loop body: at least this share of the iterations have the same number of other
+/// statements between them ...
+const SAME_BODY_SHARE: f64 = 0.9;
+/// ... and at least this share of the gaps lie within half to twice their median, or within
+/// half a millisecond of it: arrivals at random put under half of theirs there (unless they
+/// come so fast that the connection never idles, when they are a queue worked off as a loop).
+const STEADY_GAP_SHARE: f64 = 0.8;
+/// The slack a steady gap may have either side of the median, µs: a loop's µs-scale gaps
+/// jitter by more than their own size.
+const STEADY_GAP_SLACK_US: u64 = 500;
 
 /// A result that may be the parent of a loop.
 #[derive(Clone, Debug)]
@@ -49,14 +70,30 @@ struct Candidate {
     origin: Option<Arc<Origin>>,
     /// Sorted, for binary search.
     values: Arc<[u64]>,
+    /// Set by the first run that links to it: that one counts the parent's round trip.
+    claimed: Arc<AtomicBool>,
+}
+
+impl Candidate {
+    /// The link for a run that takes this parent: counted by the first to take it.
+    fn link_for(&self, held: Option<&ParentLink>) -> ParentLink {
+        let same = held.is_some_and(|h| h.request_us == self.link.request_us && h.fingerprint == self.link.fingerprint);
+        let counted = if same {
+            held.is_some_and(|h| h.counted)
+        } else {
+            self.claimed.compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        };
+        ParentLink { counted, ..self.link.clone() }
+    }
 }
 
 /// Where a scope is: how many data statements it has run, how many boundaries it has crossed,
-/// and the recent results that could be parents.
+/// whether an explicit transaction is open, and the recent results that could be parents.
 #[derive(Debug, Default)]
 struct Position {
     statements: u64,
     boundaries: u64,
+    in_transaction: bool,
     parents: VecDeque<Candidate>,
 }
 
@@ -72,9 +109,57 @@ struct LoopRun {
     candidates: Vec<Candidate>,
     hits: Vec<u32>,
     checked: u32,
+    /// Began inside an explicit transaction (and, being unbroken by a boundary, is in it still).
+    in_transaction: bool,
+    /// Iterations by how many other data statements came between (the last slot: that many
+    /// or more).
+    bodies: [u32; 8],
+    /// The first gaps between one execution's end and the next's request, µs.
+    gaps: Vec<u32>,
+    /// Whether `gaps` were steady when last judged (at each of the first eight, then every
+    /// eighth).
+    steady: bool,
 }
 
 impl LoopRun {
+    /// Notes the body and the gap of the iteration that ends with an execution requested at
+    /// `request_us`, `between` other statements after the previous one.
+    fn iteration(&mut self, between: u64, request_us: u64) {
+        if self.run.executions == 0 {
+            return;
+        }
+        self.bodies[(between as usize).min(7)] += 1;
+        if self.gaps.len() < GAPS_KEPT {
+            let gap = request_us.saturating_sub(self.run.last_us);
+            self.gaps.push(u32::try_from(gap).unwrap_or(u32::MAX));
+            if self.gaps.len() <= 8 || self.gaps.len().is_multiple_of(8) {
+                self.steady = steady(&self.gaps);
+            }
+        }
+    }
+
+    /// What shows these executions are one loop, strongest first.
+    fn shape(&self) -> Option<LoopShape> {
+        if self.run.parent.is_some() {
+            Some(LoopShape::Parent)
+        } else if matches!(self.run.scope, PatternScope::Trace(_)) {
+            Some(LoopShape::Trace)
+        } else if self.run.origin.is_some() {
+            Some(LoopShape::Origin)
+        } else if self.in_transaction {
+            Some(LoopShape::Transaction)
+        } else {
+            self.regular().then_some(LoopShape::Regular)
+        }
+    }
+
+    /// A constant loop body at a steady pace.
+    fn regular(&self) -> bool {
+        let iterations: u32 = self.bodies.iter().sum();
+        let same = self.bodies.iter().copied().max().unwrap_or(0);
+        iterations > 0 && f64::from(same) >= SAME_BODY_SHARE * f64::from(iterations) && self.steady
+    }
+
     /// The candidate whose sampled result held most of the children's values, if it held at
     /// least half of those checked (and three).
     fn parent(&self) -> Option<&Candidate> {
@@ -86,6 +171,23 @@ impl LoopRun {
             .max_by_key(|&(_, &h)| h)
             .and_then(|(i, _)| self.candidates.get(i))
     }
+}
+
+/// Whether most gaps lie near their median: a loop's pace, not arrivals'.
+fn steady(gaps: &[u32]) -> bool {
+    let mut sorted = gaps.to_vec();
+    sorted.sort_unstable();
+    let median = u64::from(sorted[sorted.len() / 2]);
+    let low = (median / 2).min(median.saturating_sub(STEADY_GAP_SLACK_US));
+    let high = (2 * median).max(median + STEADY_GAP_SLACK_US);
+    let near = gaps.iter().filter(|&&g| (low..=high).contains(&u64::from(g))).count();
+    near as f64 >= STEADY_GAP_SHARE * gaps.len() as f64
+}
+
+/// Whether a boundary statement opens an explicit transaction (`BEGIN`, `START TRANSACTION`);
+/// any other boundary ends whatever was open.
+fn opens_transaction(r: &CommandRecord) -> bool {
+    r.command == COM_QUERY && (r.text.starts_with("begin") || r.text.starts_with("start transaction"))
 }
 
 /// Thresholds of one loop kind.
@@ -104,6 +206,9 @@ pub struct Loops {
     writes: Thresholds,
     runs: HashMap<(PatternScope, FingerprintId), LoopRun>,
     positions: HashMap<PatternScope, Position>,
+    /// Each application's recent multi-row results, whichever of its connections read them:
+    /// a loop handed round a pool runs on the others.
+    results: HashMap<AppId, VecDeque<Candidate>>,
     last: Option<(PatternScope, FingerprintId)>,
 }
 
@@ -127,7 +232,14 @@ impl Loops {
             max_rows: u64::MAX,
             min_projected_cost_us: w.min_projected_cost.0.as_micros() as u64,
         };
-        Loops { reads, writes, runs: HashMap::default(), positions: HashMap::default(), last: None }
+        Loops {
+            reads,
+            writes,
+            runs: HashMap::default(),
+            positions: HashMap::default(),
+            results: HashMap::default(),
+            last: None,
+        }
     }
 
     fn thresholds(&self, kind: Kind) -> &Thresholds {
@@ -164,16 +276,13 @@ impl Loops {
         self.positions.entry(scope).or_default()
     }
 
-    /// Remembers a multi-row result as a possible parent.
-    fn remember_parent(position: &mut Position, r: &CommandRecord) {
+    /// Remembers a multi-row result as a possible parent, in its scope and its application's.
+    fn remember_parent(&mut self, scope: PatternScope, app: AppId, r: &CommandRecord) {
         let Some(sample) = &r.sample else { return };
         let mut values = sample.to_vec();
         values.sort_unstable();
         values.dedup();
-        if position.parents.len() >= PARENTS_PER_SCOPE {
-            position.parents.pop_front();
-        }
-        position.parents.push_back(Candidate {
+        let candidate = Candidate {
             link: ParentLink {
                 fingerprint: r.fingerprint,
                 text: r.text.clone(),
@@ -185,59 +294,89 @@ impl Loops {
                     up + down
                 },
                 injected_us: r.injected_within_latency(),
+                counted: false,
             },
             origin: r.origin.clone(),
             values: values.into(),
-        });
+            claimed: Arc::new(AtomicBool::new(false)),
+        };
+        push_bounded(&mut self.position(scope).parents, candidate.clone());
+        if self.results.len() >= MAX_SCOPES && !self.results.contains_key(&app) {
+            self.results.clear();
+        }
+        push_bounded(self.results.entry(app).or_default(), candidate);
     }
+}
+
+/// Adds a candidate parent, forgetting the oldest past [`PARENTS_PER_SCOPE`].
+fn push_bounded(parents: &mut VecDeque<Candidate>, candidate: Candidate) {
+    if parents.len() >= PARENTS_PER_SCOPE {
+        parents.pop_front();
+    }
+    parents.push_back(candidate);
 }
 
 /// Whether `run` goes on with an execution of `r` of `kind` (by thresholds `t`), the scope's
 /// statement number `statement` after `boundaries` boundaries: back to back, and from the
-/// same place.
-fn continues(run: &LoopRun, t: &Thresholds, kind: Kind, r: &CommandRecord, statement: u64, boundaries: u64) -> bool {
-    let between = statement.checked_sub(run.at_statement + 1);
-    run.run.kind == kind
-        && run.run.origin == r.origin
-        && r.request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
-        && boundaries == run.at_boundary
-        && between.is_some_and(|n| n <= t.max_between)
-}
-
-/// A run that starts with `r`, the scope's statement number `statement` after `boundaries`
-/// boundaries, with the multi-row results shortly before it in `position` as its candidate parents.
-fn new_run(
-    position: Option<&Position>,
+/// same place. If it does, how many other data statements came between.
+fn continues(
+    run: &LoopRun,
+    t: &Thresholds,
     kind: Kind,
-    ctx: &Context,
     r: &CommandRecord,
     statement: u64,
     boundaries: u64,
+) -> Option<u64> {
+    let between = statement.checked_sub(run.at_statement + 1)?;
+    (run.run.kind == kind
+        && run.run.origin == r.origin
+        && r.request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
+        && boundaries == run.at_boundary
+        && between <= t.max_between)
+        .then_some(between)
+}
+
+/// A run that starts with `r`, the scope's statement number `statement` after `boundaries`
+/// boundaries, with the multi-row results shortly before it (in its scope, then on its
+/// application's other connections) as its candidate parents.
+fn new_run(
+    candidates: Vec<Candidate>,
+    kind: Kind,
+    ctx: &Context,
+    r: &CommandRecord,
+    at: (u64, u64),
+    in_transaction: bool,
 ) -> LoopRun {
-    let candidates: Vec<Candidate> = position
-        .map(|p| {
-            p.parents
-                .iter()
-                .filter(|c| {
-                    c.link.fingerprint != r.fingerprint
-                        && (c.origin.is_none() || r.origin.is_none() || c.origin == r.origin)
-                        && c.link.end_us <= r.request_us
-                        && r.request_us - c.link.end_us <= PARENT_WINDOW_US
-                })
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
     LoopRun {
-        run: Run::new(kind, ctx, r, Detail::Loop { distinct: 0 }),
-        at_statement: statement,
-        at_boundary: boundaries,
+        run: Run::new(kind, ctx, r, Detail::Loop { distinct: 0, shape: None }),
+        at_statement: at.0,
+        at_boundary: at.1,
         last_values: Values::default(),
         distinct: 0,
         hits: vec![0; candidates.len()],
         candidates,
         checked: 0,
+        in_transaction,
+        bodies: [0; 8],
+        gaps: Vec::new(),
+        steady: false,
     }
+}
+
+/// The results that could be the parent of a run starting with `r`: recent, other than its
+/// own statement, from the same place in the application; its scope's first.
+fn candidates(scope: Option<&Position>, app: Option<&VecDeque<Candidate>>, r: &CommandRecord) -> Vec<Candidate> {
+    let mut found: Vec<Candidate> = Vec::new();
+    for c in scope.into_iter().flat_map(|p| p.parents.iter()).chain(app.into_iter().flatten()) {
+        let fits = c.link.fingerprint != r.fingerprint
+            && (c.origin.is_none() || r.origin.is_none() || c.origin == r.origin)
+            && c.link.end_us <= r.request_us
+            && r.request_us - c.link.end_us <= PARENT_WINDOW_US;
+        if fits && !found.iter().any(|f| Arc::ptr_eq(&f.claimed, &c.claimed)) {
+            found.push(c.clone());
+        }
+    }
+    found
 }
 
 impl Detector for Loops {
@@ -260,6 +399,7 @@ impl Detector for Loops {
     }
 
     fn connection_closed(&mut self, conn_id: u64, ended: &mut Vec<Run>) {
+        // The application's results stay: its other connections may still loop over them.
         let scope = PatternScope::Connection(conn_id);
         let keys: Vec<_> = self.runs.keys().filter(|(s, _)| *s == scope).copied().collect();
         ended.extend(keys.into_iter().filter_map(|k| self.runs.remove(&k)).map(|r| r.run));
@@ -273,17 +413,25 @@ impl Detector for Loops {
 
     fn bar(&self, run: &Run) -> Option<Bar> {
         let t = self.thresholds(run.kind);
-        let Detail::Loop { distinct } = run.detail else { return None };
-        if distinct < t.min_repeats {
+        let Detail::Loop { distinct, shape } = run.detail else { return None };
+        if distinct < t.min_repeats || shape.is_none() {
             return None;
         }
-        let min_executions = if run.parent.is_some() { t.min_repeats } else { t.min_repeats_without_parent };
+        // A streak whose only evidence is its regularity must be long enough that chance
+        // could not have made it (six of one table's statements in a row among four tables
+        // come by chance in a few thousand statements; twenty do not).
+        let min_executions = match shape {
+            Some(LoopShape::Regular) => t.min_repeats_without_parent.max(self.reads.min_repeats_without_parent),
+            _ if run.parent.is_some() => t.min_repeats,
+            _ => t.min_repeats_without_parent,
+        };
         Some(Bar { min_executions, min_projected_cost_us: t.min_projected_cost_us })
     }
 
     fn clear(&mut self) {
         self.runs.clear();
         self.positions.clear();
+        self.results.clear();
         self.last = None;
     }
 }
@@ -293,29 +441,36 @@ impl Loops {
     #[inline(never)]
     fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         let scope = ctx.scope;
-        let (statement, boundaries) = match ctx.role {
+        let (statement, boundaries, in_transaction) = match ctx.role {
             Role::Boundary => {
-                self.position(scope).boundaries += 1;
+                let position = self.position(scope);
+                position.boundaries += 1;
+                position.in_transaction = opens_transaction(r);
                 return;
             }
             Role::Data => {
+                self.remember_parent(scope, ctx.app, r);
                 let position = self.position(scope);
-                Loops::remember_parent(position, r);
                 position.statements += 1;
-                (position.statements, position.boundaries)
+                (position.statements, position.boundaries, position.in_transaction)
             }
             Role::Housekeeping | Role::Other => return,
         };
         let Some(kind) = self.kind_of(r) else { return };
         let key = (scope, r.fingerprint);
         let t = *self.thresholds(kind);
+        let at = (statement, boundaries);
         // One look-up when the run goes on, the common case; a new run may need room first.
         let run = match self.runs.entry(key) {
             Entry::Occupied(known) => {
                 let run = known.into_mut();
-                if !continues(run, &t, kind, r, statement, boundaries) {
-                    let fresh = new_run(self.positions.get(&scope), kind, ctx, r, statement, boundaries);
-                    ended.push(std::mem::replace(run, fresh).run);
+                match continues(run, &t, kind, r, statement, boundaries) {
+                    Some(between) => run.iteration(between, r.request_us),
+                    None => {
+                        let parents = candidates(self.positions.get(&scope), self.results.get(&ctx.app), r);
+                        let fresh = new_run(parents, kind, ctx, r, at, in_transaction);
+                        ended.push(std::mem::replace(run, fresh).run);
+                    }
                 }
                 run
             }
@@ -326,7 +481,8 @@ impl Loops {
                 {
                     ended.push(run.run);
                 }
-                let fresh = new_run(self.positions.get(&scope), kind, ctx, r, statement, boundaries);
+                let parents = candidates(self.positions.get(&scope), self.results.get(&ctx.app), r);
+                let fresh = new_run(parents, kind, ctx, r, at, in_transaction);
                 self.runs.entry(key).or_insert(fresh)
             }
         };
@@ -343,9 +499,13 @@ impl Loops {
                     *hits += 1;
                 }
             }
-            run.run.parent = run.parent().map(|c| c.link.clone());
+            // Once found, a parent stays: the children past its sampled rows cannot match it,
+            // and on a pool each connection's share of the sampled rows comes first.
+            if let Some(c) = run.parent() {
+                run.run.parent = Some(c.link_for(run.run.parent.as_ref()));
+            }
         }
-        run.run.detail = Detail::Loop { distinct: run.distinct };
+        run.run.detail = Detail::Loop { distinct: run.distinct, shape: run.shape() };
         // A run already announced has nothing more to announce: the engine is not sent to
         // look it up again.
         if !run.run.announced.get() {

@@ -50,10 +50,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::Origin;
+use crate::record::WallUnion;
 pub use driver::Driver;
 pub use engine::{FindingsConsumer, FindingsEngine};
 pub use run::{Bar, Context, Detector, ParentLink, Role, Run};
-use whatif::{EmulationCheck, Measured, Projection};
+use whatif::{Measured, Projection};
 
 /// The finding kinds, named as reports and metrics name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -107,15 +108,17 @@ impl std::fmt::Display for Kind {
     }
 }
 
-/// How much a finding matters, from what it would cost at the reference RTT.
+/// How much a finding matters: what it would cost at the reference RTT, and its share of the
+/// time of the connections it ran on. A pattern that costs a lot only because the recording
+/// was long is not urgent when it is a sliver of what those connections did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
-    /// Ten seconds or more at the reference RTT.
+    /// Ten seconds or more at the reference RTT, and at least a fifth of its connections' time.
     Critical,
-    /// One second or more.
+    /// One second or more at the reference RTT, and at least a twentieth of its connections' time.
     Warning,
-    /// Less than a second.
+    /// Anything less.
     Info,
 }
 
@@ -132,10 +135,13 @@ impl Severity {
         }
     }
 
-    fn at_reference(projected_us: u64) -> Severity {
-        match projected_us {
-            10_000_000.. => Severity::Critical,
-            1_000_000.. => Severity::Warning,
+    /// From the cost at the reference RTT, µs, and the share (0–1) of its connections' time
+    /// (`None`: not known, as when those connections are long gone).
+    pub fn of(at_reference_us: u64, share: Option<f64>) -> Severity {
+        let share = share.unwrap_or(1.0);
+        match at_reference_us {
+            10_000_000.. if share >= 0.2 => Severity::Critical,
+            1_000_000.. if share >= 0.05 => Severity::Warning,
             _ => Severity::Info,
         }
     }
@@ -181,11 +187,15 @@ impl Emulated {
 /// Facts particular to a kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Detail {
-    /// `n_plus_one`, `repeated_write`: executions whose values differed from the one before.
+    /// `n_plus_one`, `repeated_write`: executions whose values differed from the one before,
+    /// and what shows that one unit of work issued them.
     Loop {
         /// Executions whose hashed values differed from the previous execution's, summed over
         /// occurrences.
         distinct: u64,
+        /// Why the repetitions are one loop and not independent requests that happened to
+        /// follow each other; `None`: nothing does yet, and the run cannot qualify.
+        shape: Option<LoopShape>,
     },
     /// `undersized_fetch`: rows each fetch asked for.
     Fetch {
@@ -219,6 +229,38 @@ pub enum Detail {
     Compression(crate::record::Compressibility),
 }
 
+/// What shows that repeated statements came from one loop in the application, strongest
+/// first: a random stream of one table's statement among others' (independent requests on a
+/// pooled connection, a benchmark's random tables) shows none of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopShape {
+    /// Their values came from the rows of a result just before (N+1 over a parent).
+    Parent,
+    /// They carried one `traceparent`: one request issued them.
+    Trace,
+    /// They carried the same sqlcommenter origin (controller, route, ...).
+    Origin,
+    /// One explicit transaction held them.
+    Transaction,
+    /// A constant loop body: the same number of other statements between every two of them,
+    /// and the application's time between them steady, as a loop's is and arrivals are not.
+    Regular,
+}
+
+impl LoopShape {
+    /// The snake_case name the report's `evidence.shape` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopShape::Parent => "parent",
+            LoopShape::Trace => "trace",
+            LoopShape::Origin => "origin",
+            LoopShape::Transaction => "transaction",
+            LoopShape::Regular => "regular",
+        }
+    }
+}
+
 /// One pattern, summed over its occurrences.
 #[derive(Clone, Debug)]
 pub struct Finding {
@@ -248,12 +290,16 @@ pub struct Finding {
     pub largest: u64,
     /// Round trips over all occurrences, an N+1 parent's included.
     pub round_trips: u64,
-    /// Wall time the occurrences covered, first request to last response of each, summed.
-    pub elapsed_us: u64,
-    /// Time of the pattern's own commands (overlapping ones counted once): never more than
-    /// `elapsed_us`.
-    pub cost_us: u64,
-    /// Of `cost_us`, what an emulated link added.
+    /// The wall-clock union of its occurrences' spans (each from its first request to its
+    /// last response, a linked parent's own interval apart): overlapping occurrences, on a
+    /// pool's connections, count once.
+    pub spans: WallUnion,
+    /// The wall-clock union of its own commands' intervals, overlaps counted once.
+    pub busy: WallUnion,
+    /// Its own commands' times summed: connection-time, which counts an overlap on two
+    /// connections twice.
+    pub commands_us: u64,
+    /// Of `commands_us`, what an emulated link added.
     pub injected_us: u64,
     /// Bytes on the long hop's wire, both ways, over all occurrences.
     pub bytes: u64,
@@ -296,13 +342,21 @@ impl Finding {
         self.smallest = self.smallest.min(other.smallest);
         self.largest = self.largest.max(other.largest);
         self.round_trips += other.round_trips;
-        self.elapsed_us += other.elapsed_us;
-        self.cost_us += other.cost_us;
+        self.spans.absorb(&other.spans);
+        self.busy.absorb(&other.busy);
+        self.commands_us += other.commands_us;
         self.injected_us += other.injected_us;
         self.bytes += other.bytes;
         self.rows += other.rows;
         match (&mut self.detail, &other.detail) {
-            (Detail::Loop { distinct }, Detail::Loop { distinct: d }) => *distinct += d,
+            (Detail::Loop { distinct, shape }, Detail::Loop { distinct: d, shape: s }) => {
+                *distinct += d;
+                // The strongest evidence any occurrence had.
+                *shape = match (*shape, *s) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+            }
             (Detail::Pages { rescanned, .. }, Detail::Pages { rescanned: r, .. }) => *rescanned += r,
             (Detail::Chatty { top, .. }, Detail::Chatty { top: t, .. }) => run::merge_top(top, t),
             (Detail::Churn { setup_us, recorded_us }, Detail::Churn { setup_us: s, recorded_us: r }) => {
@@ -319,18 +373,25 @@ impl Finding {
         self.driver = self.driver.or(other.driver);
     }
 
-    /// What projections start from. A loop, a cursor or a paging takes its wall time: its
-    /// commands and the application's time between them, which another link leaves as it is.
-    /// A chatty episode's span holds unrelated work too; its round trips take their own time.
-    /// So does connection churn: its setups, not the work between them; and a statement's
-    /// transfers over the recording, not the time between them.
+    /// Wall time its occurrences covered, overlaps counted once: never more than the
+    /// recording's window.
+    pub fn elapsed_us(&self) -> u64 {
+        self.spans.us()
+    }
+
+    /// Wall time its own commands took, overlaps counted once: never more than
+    /// [`Self::elapsed_us`] (an occurrence reported far out of order could otherwise count
+    /// an overlap twice, `record::WallUnion`).
+    pub fn cost_us(&self) -> u64 {
+        self.busy.us().min(self.elapsed_us())
+    }
+
+    /// What projections start from, for every kind alike: its own commands, as the
+    /// recording's projection starts from all of them (`docs/time-model.md`).
     fn measured(&self) -> Measured {
-        let took_us = match self.kind {
-            Kind::ChattySession | Kind::ConnectionChurn | Kind::Compression => self.cost_us,
-            _ => self.elapsed_us,
-        };
         Measured {
-            took_us,
+            commands_us: self.commands_us,
+            wall_us: self.cost_us(),
             round_trips: self.round_trips,
             bytes: self.bytes,
             observed_rtt_us: u64::from(self.rtt_us),
@@ -360,8 +421,6 @@ pub struct Assessed {
     pub base_us: u64,
     /// One projection per configured scenario.
     pub what_if: Vec<Projection>,
-    /// Over an emulated link: its projection onto that link beside what it took there.
-    pub emulation: Option<EmulationCheck>,
     /// Of the time of the connections involved, the share it took (0–1).
     pub share_of_connection_time: f64,
 }

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::whatif::Measured;
 use super::{Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::*;
-use crate::record::{CommandRecord, Origin};
+use crate::record::{CommandRecord, Origin, WallUnion};
 
 /// An application — `user@client-host` and its client library — as a number, worked out when
 /// it connects: detectors that keep state per application key it by these eight bytes
@@ -102,6 +103,9 @@ pub struct ParentLink {
     pub bytes: u64,
     /// Of its time, what an emulated link added, µs.
     pub injected_us: u64,
+    /// Whether this occurrence holds the parent's round trip and time: loops on a pool's
+    /// connections over one result all link to it, and the first to do so counts it.
+    pub counted: bool,
 }
 
 /// What a run keeps of one of its commands: enough to add it later (a chatty session's
@@ -168,11 +172,13 @@ pub struct Run {
     pub first_us: u64,
     /// Last response byte of its commands, µs since the recording epoch.
     pub last_us: u64,
-    /// The union of its commands' request-to-last-byte intervals: pipelined commands overlap,
-    /// and their sum would exceed the wall clock.
-    pub busy_us: u64,
-    /// Of `busy_us`, what an emulated link added (each command's share of the time it added
-    /// to the union).
+    /// The wall-clock union of its commands' request-to-last-byte intervals: pipelined or
+    /// pooled commands overlap, and their sum would exceed the wall clock.
+    pub busy: WallUnion,
+    /// Its commands' request-to-last-byte times summed: connection-time, `busy` with
+    /// overlaps counted as often as they happened.
+    pub commands_us: u64,
+    /// Of `commands_us`, what an emulated link added (as each command measured it).
     pub injected_us: u64,
     /// Bytes on the long hop's wire, both ways.
     pub bytes: u64,
@@ -210,7 +216,8 @@ impl Run {
             round_trips: 0,
             first_us: u64::MAX,
             last_us: 0,
-            busy_us: 0,
+            busy: WallUnion::default(),
+            commands_us: 0,
             injected_us: 0,
             bytes: 0,
             rows: 0,
@@ -231,16 +238,9 @@ impl Run {
 
     /// Adds one of the pattern's own commands, as remembered.
     pub fn add_step(&mut self, r: &Step, ctx: &Context) {
-        let latency = r.last_byte_us.saturating_sub(r.request_us);
-        let from = if self.executions == 0 { r.request_us } else { r.request_us.max(self.last_us) };
-        let added = r.last_byte_us.saturating_sub(from).min(latency);
-        self.busy_us += added;
-        // The share of the injected time that falls in the added span (a 128-bit division,
-        // so only when a link was emulated).
-        if latency > 0 && r.injected_us > 0 {
-            self.injected_us +=
-                (u128::from(r.injected_us.min(latency)) * u128::from(added) / u128::from(latency)) as u64;
-        }
+        self.busy.add(r.request_us, r.last_byte_us);
+        self.commands_us += r.last_byte_us.saturating_sub(r.request_us);
+        self.injected_us += r.injected_us;
         self.executions += 1;
         self.round_trips += u64::from(r.round_trips);
         self.first_us = self.first_us.min(r.request_us);
@@ -251,6 +251,18 @@ impl Run {
         self.rtt_us = min_known(self.rtt_us, r.rtt_us);
         if r.injected_us > 0 && self.emulated.is_none() {
             self.emulated = ctx.emulated;
+        }
+    }
+
+    /// What projecting the run's own commands starts from.
+    pub fn measured(&self) -> Measured {
+        Measured {
+            commands_us: self.commands_us,
+            wall_us: self.busy.us(),
+            round_trips: self.round_trips,
+            bytes: self.bytes,
+            observed_rtt_us: u64::from(self.rtt_us),
+            injected_us: self.injected_us,
         }
     }
 
@@ -267,19 +279,21 @@ impl Run {
     }
 
     /// The run as a finding of one occurrence; a linked parent's round trip, time and bytes
-    /// are part of it.
+    /// are part of it. Its span is the run's stretch and the parent's own interval: the work
+    /// between a parent and a loop that started later (another loop, say) is not this one's.
     pub fn to_finding(&self) -> Finding {
-        let (mut round_trips, mut cost_us, mut injected_us, mut bytes) =
-            (self.round_trips, self.busy_us, self.injected_us, self.bytes);
-        let mut first_us = self.first_us.min(self.last_us);
-        if let Some(p) = &self.parent {
+        let (mut round_trips, mut commands_us, mut injected_us, mut bytes) =
+            (self.round_trips, self.commands_us, self.injected_us, self.bytes);
+        let (mut spans, mut busy) = (WallUnion::default(), self.busy);
+        if let Some(p) = self.parent.as_ref().filter(|p| p.counted) {
             round_trips += p.round_trips;
-            cost_us += p.end_us.saturating_sub(p.request_us);
+            commands_us += p.end_us.saturating_sub(p.request_us);
             injected_us += p.injected_us;
             bytes += p.bytes;
-            first_us = first_us.min(p.request_us);
+            spans.add(p.request_us, p.end_us);
+            busy.add(p.request_us, p.end_us);
         }
-        let elapsed_us = self.last_us.saturating_sub(first_us);
+        spans.add(self.first_us.min(self.last_us), self.last_us);
         Finding {
             kind: self.kind,
             fingerprint: self.fingerprint,
@@ -294,11 +308,10 @@ impl Run {
             smallest: self.executions,
             largest: self.executions,
             round_trips,
-            elapsed_us,
-            // Its own commands fall within its span; a parent's overlapping the first child
-            // (pipelined) must not push the sum past it.
-            cost_us: cost_us.min(elapsed_us),
-            injected_us: injected_us.min(cost_us),
+            spans,
+            busy,
+            commands_us,
+            injected_us: injected_us.min(commands_us),
             bytes,
             rows: self.rows,
             detail: self.detail.clone(),

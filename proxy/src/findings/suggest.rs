@@ -6,18 +6,6 @@ use super::{churn, compression, driver_fix};
 use crate::fingerprint::StatementKind;
 use crate::human::{count, counted, us};
 
-/// What a projection calls the pattern ("this loop takes ≈ ...").
-pub fn subject(kind: Kind) -> &'static str {
-    match kind {
-        Kind::NPlusOne | Kind::RepeatedWrite => "this loop",
-        Kind::UndersizedFetch => "this cursor",
-        Kind::PaginationLoop => "this paging",
-        Kind::ChattySession => "these round trips",
-        Kind::ConnectionChurn => "setting up these connections (what a pool saves)",
-        Kind::Compression => "this statement",
-    }
-}
-
 /// "ran 1,000 times back to back", or for several loops "ran back to back in 40 loops of 10
 /// to 12 (440 times in all)".
 fn repetitions(f: &Finding) -> String {
@@ -39,11 +27,11 @@ fn repetitions(f: &Finding) -> String {
 /// "in 52.00 ms", and when the application took a good part of the loop's time between its
 /// statements, "in 506.84 ms, within the loop's 557.98 ms".
 fn loop_time(f: &Finding) -> String {
-    if f.elapsed_us > f.cost_us + f.cost_us / 10 {
+    if f.elapsed_us() > f.cost_us() + f.cost_us() / 10 {
         let whose = if f.occurrences > 1 { "loops'" } else { "loop's" };
-        format!("in {}, within the {whose} {}", us(f.cost_us), us(f.elapsed_us))
+        format!("in {}, within the {whose} {}", us(f.cost_us()), us(f.elapsed_us()))
     } else {
-        format!("in {}", us(f.cost_us))
+        format!("in {}", us(f.cost_us()))
     }
 }
 
@@ -94,8 +82,8 @@ pub fn headline(f: &Finding) -> String {
             format!(
                 "chatty session{who}: {} that did no work on data within {}{bursts}, {} of waiting on them; most of them {}",
                 counted(f.round_trips, "round trip", "round trips"),
-                us(f.elapsed_us),
-                us(f.cost_us),
+                us(f.elapsed_us()),
+                us(f.cost_us()),
                 tops.join(", ")
             )
         }
@@ -105,8 +93,8 @@ pub fn headline(f: &Finding) -> String {
             format!(
                 "connection churn{who}: {} opened in {} ({:.1} per second), each taking {} and {} to set up; setup was {:.0}% of the application's {} in commands",
                 counted(f.executions, "connection", "connections"),
-                us(f.elapsed_us),
-                churn::per_second(f.executions, f.elapsed_us),
+                us(f.elapsed_us()),
+                churn::per_second(f.executions, f.elapsed_us()),
                 us(setup_us / n),
                 round_trips_each(f.round_trips, n),
                 churn::share(*setup_us, *recorded_us) * 100.0,

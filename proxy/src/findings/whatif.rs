@@ -1,18 +1,18 @@
-//! What-if projection: what a recorded pattern would cost over another link.
+//! What-if projection: what recorded commands would take over another link.
 //!
-//! The base is the time the pattern took minus what the link added: the real path's round
-//! trips (the kernel's base RTT each) and whatever an emulated link held the bytes for. What
-//! remains — the server's work, rttscope's, and the application's own time between the
-//! statements — another link leaves as it is. Over the target link every round trip pays its
-//! RTT and every byte its bandwidth, on top of that base. A pattern recorded over an emulated
-//! link is also projected onto that link, so the report shows the model beside what really
-//! happened there.
+//! One model for a finding and for the whole recording (`docs/time-model.md`). The base is
+//! the commands' own time minus what the link added: the real path's round trips (the
+//! kernel's base RTT each) and whatever an emulated link held the bytes for, as measured.
+//! What remains — the server's work and rttscope's — another link leaves as it is. Over the
+//! target link every round trip pays its RTT on top of that base. Commands that overlapped on
+//! several connections overlap there as they did here: the connection-time is scaled by the
+//! share of it the wall clock saw. Bytes pay the target bandwidth once, whatever the
+//! overlap, as they share the one link.
 
 use rttscope_config::Scenario;
 use serde::{Deserialize, Serialize};
 
-use super::Emulated;
-use crate::human::{bandwidth, counted, us};
+use crate::human::{bandwidth, us};
 
 /// One scenario's projection of one measured cost; the report's `findings[].what_if[]` as it
 /// is, so these comments are that object's reference text.
@@ -25,41 +25,25 @@ pub struct Projection {
     /// The scenario's bandwidth, bits per second, charged for the pattern's wire bytes; `None`:
     /// unlimited.
     pub bandwidth_bps: Option<u64>,
-    /// What it took here, µs.
+    /// What its commands took here, µs of wall clock (overlaps counted once).
     pub observed_us: u64,
-    /// What it took without the link here, µs: what the projection starts from.
+    /// The same without the link here (the emulated link's measured time and the real path's
+    /// round trips taken out), µs of wall clock: what the projection starts from.
     pub base_us: u64,
-    /// What it would cost there, µs: the base, plus each round trip at `rtt_us`, plus its bytes
-    /// at `bandwidth_bps`.
+    /// What its commands would take there, µs of wall clock: the base, plus each round trip
+    /// at `rtt_us`, plus its bytes at `bandwidth_bps`.
     pub projected_us: u64,
-    /// The projection in a sentence; over an emulated link it says what the projection started from.
-    pub summary: String,
-}
-
-/// A pattern recorded over an emulated link, projected onto that link: the model checked
-/// against what happened. The report's `findings[].emulation` as it is, so these comments are
-/// that object's reference text.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EmulationCheck {
-    /// The emulated link's RTT (both directions' delays) when the pattern ran, µs.
-    pub rtt_us: u64,
-    /// Its bandwidth towards the client, bits per second; `None`: unlimited.
-    pub bandwidth_bps: Option<u64>,
-    /// The projection onto that link from the pattern's `base_us`, µs: what the model says it
-    /// should have cost there.
-    pub projected_us: u64,
-    /// What the pattern took over it, µs (as `what_if[].observed_us`): how far off the model is.
-    pub took_us: u64,
-    /// The two in a sentence: `emulated 15.00 ms RTT: projected 465.20 ms, took 468.90 ms`.
+    /// The projection in a few words: `at 15.00 ms RTT and 34 Mbit/s (another data centre): ≈ 1.42 s`.
     pub summary: String,
 }
 
 /// What was measured, to be projected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Measured {
-    /// The time it took here: its wall time (a loop's statements and the application's time
-    /// between them), or just its commands' time.
-    pub took_us: u64,
+    /// The commands' request-to-last-byte times summed (connection-time).
+    pub commands_us: u64,
+    /// The wall time they covered, overlaps counted once (at most `commands_us`).
+    pub wall_us: u64,
     /// Round trips, each of which pays the target RTT.
     pub round_trips: u64,
     /// Bytes on the long hop's wire, both ways, each of which pays the target bandwidth.
@@ -67,48 +51,54 @@ pub struct Measured {
     /// Base RTT of the real path it was measured on (0 when unknown: the projection then adds
     /// the target RTT on top of what was seen).
     pub observed_rtt_us: u64,
-    /// Of `took_us`, what an emulated link added.
+    /// Of `commands_us`, what an emulated link added, as measured.
     pub injected_us: u64,
 }
 
 impl Measured {
-    /// The time without the link: minus the emulated link's time and the real path's round
-    /// trips. The server's, rttscope's and the application's own time.
-    pub fn base_us(&self) -> u64 {
-        self.took_us
+    /// Connection-time without the link: minus the emulated link's time and the real path's
+    /// round trips. The server's and rttscope's own time.
+    fn base_commands_us(&self) -> u64 {
+        self.commands_us
             .saturating_sub(self.injected_us)
             .saturating_sub(self.round_trips.saturating_mul(self.observed_rtt_us))
     }
+
+    /// Connection-time as the wall clock sees it: scaled by how much the commands overlapped.
+    fn as_wall(&self, commands_us: u64) -> u64 {
+        if self.commands_us == 0 || self.wall_us >= self.commands_us {
+            return commands_us;
+        }
+        (u128::from(commands_us) * u128::from(self.wall_us) / u128::from(self.commands_us)) as u64
+    }
+
+    /// The wall time without the link: where projections start.
+    pub fn base_us(&self) -> u64 {
+        self.as_wall(self.base_commands_us())
+    }
 }
 
-/// Projected time over a link of `rtt_us` and `bandwidth_bps`.
+/// Time `bytes` take at `bandwidth_bps` (none: unlimited).
+fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
+    bandwidth_bps.filter(|&bw| bw > 0).map_or(0, |bw| (u128::from(bytes) * 8_000_000 / u128::from(bw)) as u64)
+}
+
+/// Projected wall time over a link of `rtt_us` and `bandwidth_bps`.
 pub fn project(m: Measured, rtt_us: u64, bandwidth_bps: Option<u64>) -> u64 {
-    let transfer =
-        bandwidth_bps.filter(|&bw| bw > 0).map_or(0, |bw| (m.bytes as u128 * 8_000_000 / u128::from(bw)) as u64);
-    m.base_us().saturating_add(m.round_trips.saturating_mul(rtt_us)).saturating_add(transfer)
+    let commands = m.base_commands_us().saturating_add(m.round_trips.saturating_mul(rtt_us));
+    m.as_wall(commands).saturating_add(transfer_us(m.bytes, bandwidth_bps))
 }
 
-fn link_words(rtt_us: u64, bandwidth_bps: Option<u64>) -> String {
+/// A link in words: `15.00 ms RTT and 34 Mbit/s`.
+pub fn link_words(rtt_us: u64, bandwidth_bps: Option<u64>) -> String {
     match bandwidth_bps {
         Some(bw) => format!("{} RTT and {}", us(rtt_us), bandwidth(bw)),
         None => format!("{} RTT", us(rtt_us)),
     }
 }
 
-/// Projections for every configured scenario, each with a sentence like "10,001 round trips:
-/// at 15.00 ms RTT (another data centre) this loop takes ≈ 150.00 s (here 5.70 s)". Over an
-/// emulated link the sentence says what the projection started from.
-pub fn projections(m: Measured, scenarios: &[Scenario], what: &str) -> Vec<Projection> {
-    let here = if m.injected_us > 0 {
-        format!(
-            "here {}, of which the emulated link added {}; projected from the {} without it",
-            us(m.took_us),
-            us(m.injected_us),
-            us(m.took_us.saturating_sub(m.injected_us))
-        )
-    } else {
-        format!("here {}", us(m.took_us))
-    };
+/// Projections for every configured scenario.
+pub fn projections(m: Measured, scenarios: &[Scenario]) -> Vec<Projection> {
     scenarios
         .iter()
         .map(|s| {
@@ -119,44 +109,21 @@ pub fn projections(m: Measured, scenarios: &[Scenario], what: &str) -> Vec<Proje
                 scenario: s.name.clone(),
                 rtt_us,
                 bandwidth_bps,
-                observed_us: m.took_us,
+                observed_us: m.wall_us,
                 base_us: m.base_us(),
                 projected_us,
-                summary: format!(
-                    "{}: at {} ({}) {what} takes ≈ {} ({here})",
-                    counted(m.round_trips, "round trip", "round trips"),
-                    link_words(rtt_us, bandwidth_bps),
-                    s.name,
-                    us(projected_us),
-                ),
+                summary: format!("at {} ({}): ≈ {}", link_words(rtt_us, bandwidth_bps), s.name, us(projected_us)),
             }
         })
         .collect()
-}
-
-/// The projection onto the emulated link the pattern ran over, beside what it took there.
-pub fn check_emulation(m: Measured, link: Emulated) -> EmulationCheck {
-    let projected_us = project(m, link.rtt_us, link.bandwidth_bps);
-    EmulationCheck {
-        rtt_us: link.rtt_us,
-        bandwidth_bps: link.bandwidth_bps,
-        projected_us,
-        took_us: m.took_us,
-        summary: format!(
-            "emulated {}: projected {}, took {}",
-            link_words(link.rtt_us, link.bandwidth_bps),
-            us(projected_us),
-            us(m.took_us)
-        ),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn measured(took_us: u64, round_trips: u64, observed_rtt_us: u64, injected_us: u64) -> Measured {
-        Measured { took_us, round_trips, bytes: 0, observed_rtt_us, injected_us }
+    fn measured(commands_us: u64, round_trips: u64, observed_rtt_us: u64, injected_us: u64) -> Measured {
+        Measured { commands_us, wall_us: commands_us, round_trips, bytes: 0, observed_rtt_us, injected_us }
     }
 
     #[test]
@@ -184,16 +151,27 @@ mod tests {
             rtt: rttscope_config::HumanDuration(std::time::Duration::from_micros(200)),
             bandwidth: None,
         };
-        let p = &projections(m, &[scenario], "this loop")[0];
-        assert_eq!(
-            p.summary,
-            "31 round trips: at 200 µs RTT (same rack) this loop takes ≈ 127.65 ms (here 588.00 ms, of which the emulated link added 465.00 ms; projected from the 123.00 ms without it)"
-        );
-        // Onto the link it ran over, the projection gives back what it took when the link
-        // added exactly its RTT per round trip.
-        let check = check_emulation(m, Emulated { rtt_us: 15_000, bandwidth_bps: None });
-        assert_eq!(check.projected_us, m.base_us() + 31 * 15_000);
-        assert_eq!(check.took_us, 588_000);
-        assert_eq!(check.summary, "emulated 15.00 ms RTT: projected 586.45 ms, took 588.00 ms");
+        let p = &projections(m, &[scenario])[0];
+        assert_eq!(p.summary, "at 200 µs RTT (same rack): ≈ 127.65 ms");
+        assert_eq!((p.observed_us, p.base_us), (588_000, 121_450));
+    }
+
+    #[test]
+    fn overlapping_commands_overlap_over_the_target_link_too() {
+        // 200 lookups over a pool of 4, 15 ms each, all four busy at once: 3 s of
+        // connection-time in 750 ms of wall clock. At 80 ms each connection's 50 take 4 s.
+        let m = Measured {
+            commands_us: 3_000_000,
+            wall_us: 750_000,
+            round_trips: 200,
+            bytes: 0,
+            observed_rtt_us: 0,
+            injected_us: 3_000_000,
+        };
+        assert_eq!(m.base_us(), 0);
+        assert_eq!(project(m, 80_000, None), 4_000_000);
+        // Bytes share the one link: 4.25 MB at 34 Mbit/s is a second, overlap or not.
+        let m = Measured { bytes: 4_250_000, ..m };
+        assert_eq!(project(m, 80_000, Some(34_000_000)), 5_000_000);
     }
 }

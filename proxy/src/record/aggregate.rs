@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::latency::Latency;
-use super::{CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, PayloadSample};
+use super::latency::{Latency, LatencySummary};
+use super::{
+    CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, PayloadSample, WallUnion,
+};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::live::Legs;
 use crate::protocol::constants::command::*;
@@ -242,8 +244,14 @@ pub struct Totals {
     pub errors: u64,
     /// Times a client waited for the server, summed.
     pub round_trips: u64,
-    /// Sum of request-to-last-byte time over all commands, µs.
+    /// Sum of request-to-last-byte time over all commands, µs: connection-time, which
+    /// counts twice what two connections spent waiting at the same moment.
     pub time_us: u64,
+    /// Wall time during which at least one command was in flight, µs: `time_us` with
+    /// overlapping commands counted once (`docs/time-model.md`). Never more than the
+    /// recording's window; 0 in reports written before it existed.
+    #[serde(default)]
+    pub busy_us: u64,
     /// MySQL packet bytes clients sent, headers included, uncompressed.
     pub bytes_up: u64,
     /// MySQL packet bytes sent to clients, headers included, uncompressed.
@@ -268,6 +276,15 @@ pub struct Totals {
     /// Commands whose response the state machine could not follow (forwarded anyway).
     #[serde(default)]
     pub unparsed: u64,
+    /// Of `injected_us`, how much later than its settings the emulated link let requests and
+    /// responses' ends go (timer and scheduling lateness on a busy machine): the link's time,
+    /// never the server's.
+    #[serde(default)]
+    pub inject_late_us: u64,
+    /// That lateness per command over an emulated link, µs: its percentiles (all 0 without
+    /// an emulated link).
+    #[serde(default)]
+    pub inject_lateness: LatencySummary,
 }
 
 /// The collector's view of everything recorded: totals, statement classes (bounded, see the module docs), connections open and recently closed.
@@ -280,8 +297,12 @@ pub struct Aggregates {
     /// than a table of the stats themselves.
     connections: HashMap<u64, Box<ConnectionStats>>,
     closed: VecDeque<ConnectionStats>,
-    /// The report's `totals`.
+    /// The report's `totals`; its `busy_us` is filled in from `busy` by [`Aggregates::totals`].
     pub totals: Totals,
+    /// The wall-clock union of every command's request-to-last-byte interval.
+    busy: WallUnion,
+    /// The emulated link's lateness per command that ran over it.
+    lateness: Latency,
     /// Start of the recording window, µs since the epoch.
     pub since_us: u64,
     /// Since start; survives `reset` (Prometheus counters only go up).
@@ -303,11 +324,18 @@ impl Aggregates {
             connections: HashMap::default(),
             closed: VecDeque::new(),
             totals: Totals::default(),
+            busy: WallUnion::default(),
+            lateness: Latency::new(),
             since_us,
             metrics: CommandMetrics::default(),
             rtt_us: 0,
             metered: true,
         }
+    }
+
+    /// The report's `totals`: the counters, and the wall time commands were in flight.
+    pub fn totals(&self) -> Totals {
+        Totals { busy_us: self.busy.us(), inject_lateness: self.lateness.summary(), ..self.totals }
     }
 
     /// Aggregates that keep no Prometheus metrics: a rolling window's slot, or a window
@@ -381,6 +409,11 @@ impl Aggregates {
         t.round_trips += u64::from(r.round_trips);
         t.time_us += r.latency_us();
         t.injected_us += r.injected_within_latency();
+        self.busy.add(r.request_us, r.last_byte_us);
+        if r.injected_us > 0 {
+            t.inject_late_us += r.late_us;
+            self.lateness.record(r.late_us);
+        }
         t.bytes_up += r.bytes_up;
         t.bytes_down += r.bytes_down;
         let (wire_up, wire_down) = r.wire();

@@ -22,6 +22,8 @@
 //!   statement and connection, with `latency` histograms; `aggregate/merge` adds them
 //!   together) and any further [`Consumer`]s (the findings detectors, and `windows`, the
 //!   per-slot [`Windows`] behind `/report?window=`);
+//! - `wall`: [`WallUnion`], wall-clock time covered by intervals with overlaps counted
+//!   once (the recording's and every finding's time, `docs/time-model.md`);
 //! - `metric_state`: the counters and histograms `/metrics` exposes, with
 //!   `statement_metrics` (per-statement series, bounded to the top N and `other`).
 
@@ -42,6 +44,7 @@ mod statement_metrics;
 mod statements;
 mod tap;
 mod texts;
+mod wall;
 mod windows;
 
 use std::sync::OnceLock;
@@ -60,6 +63,7 @@ pub use recorder::{Recorder, RecorderSettings};
 pub use recording::Recording;
 pub use statement_metrics::{ROWS_BUCKETS, StatementMetrics, StatementSeries};
 pub use tap::Tap;
+pub use wall::WallUnion;
 pub use windows::{Window, WindowError, Windows};
 
 /// The recording epoch, as an `Instant` and on the monotonic clock in ns. The clock is read

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::whatif::{EmulationCheck, Projection};
-use crate::findings::{Assessed, Detail, Kind, PatternScope, Severity};
+use crate::findings::whatif::Projection;
+use crate::findings::{Assessed, Detail, Kind, LoopShape, PatternScope, Severity};
 use crate::findings::{churn, compression};
 
 /// A query-pattern finding.
@@ -20,8 +20,9 @@ pub struct FindingReport {
     pub evidence: Evidence,
     /// Round trips the pattern cost.
     pub round_trips: u64,
-    /// Time of the pattern's own commands in this recording, µs: never more than the wall
-    /// time its occurrences covered (`evidence.elapsed_us`).
+    /// Wall time of the pattern's own commands, µs, overlapping ones (on a pool's connections)
+    /// counted once: never more than the wall time its occurrences covered
+    /// (`evidence.elapsed_us`), and what its `what_if` projections start from.
     pub cost_us: u64,
     /// The fix, in the words of `driver` when that is known.
     pub suggestion: String,
@@ -29,11 +30,8 @@ pub struct FindingReport {
     /// named one rttscope knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
-    /// What it would cost over each of `findings.scenarios`' links, in their order.
+    /// What its commands would take over each of `findings.scenarios`' links, in their order.
     pub what_if: Vec<WhatIf>,
-    /// Over an emulated link: the projection onto that link beside what it took there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub emulation: Option<EmulationReport>,
 }
 
 /// The facts behind a finding: those every kind has, then the kind's own.
@@ -53,12 +51,18 @@ pub struct Evidence {
     pub smallest_occurrence: u64,
     /// The most executions one occurrence had.
     pub largest_occurrence: u64,
-    /// Wall time the occurrences covered, first request to last response of each, µs.
+    /// Wall time the occurrences covered, each from its first request to its last response
+    /// (a linked parent's own interval apart), overlapping occurrences counted once, µs:
+    /// never more than the recording's window.
     pub elapsed_us: u64,
-    /// Of `cost_us`, what an emulated link added, µs.
+    /// Its commands' times summed, µs: connection-time, more than `cost_us` when they
+    /// overlapped on several connections.
+    #[serde(default)]
+    pub commands_us: u64,
+    /// Of `commands_us`, what an emulated link added, as measured per command, µs.
     pub injected_us: u64,
-    /// The time it took (`elapsed_us`; a chatty session's `cost_us`) without the emulated
-    /// link and the real path's round trips: where projections start, µs.
+    /// `cost_us` without the emulated link and the real path's round trips: where
+    /// projections start, µs.
     pub base_us: u64,
     /// Rows returned, over all occurrences.
     pub rows: u64,
@@ -132,6 +136,10 @@ pub struct LoopEvidence {
     /// The parent's normalised statement; present exactly when `parent_fingerprint_id` is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_statement: Option<String>,
+    /// What shows the repetitions were one loop: `parent`, `trace`, `origin`,
+    /// `transaction` or `regular` (the strongest any occurrence had).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<LoopShape>,
 }
 
 /// Evidence of `undersized_fetch`: a cursor read in a few rows per `COM_STMT_FETCH` round trip.
@@ -220,15 +228,13 @@ pub struct StatementRoundTrips {
 /// What a finding would cost over one scenario's link: the findings' own projection.
 pub type WhatIf = Projection;
 
-/// A pattern recorded over an emulated link, projected onto that link: the findings' own check.
-pub type EmulationReport = EmulationCheck;
-
 impl From<&Assessed> for FindingReport {
     fn from(a: &Assessed) -> FindingReport {
         let f = &a.finding;
         let detail = match &f.detail {
-            Detail::Loop { distinct } => EvidenceDetail::Loop(LoopEvidence {
+            Detail::Loop { distinct, shape } => EvidenceDetail::Loop(LoopEvidence {
                 distinct_values: *distinct,
+                shape: *shape,
                 parent_fingerprint_id: f.parent.as_ref().map(|(id, _)| id.to_string()),
                 parent_statement: f.parent.as_ref().map(|(_, text)| text.to_string()),
             }),
@@ -249,7 +255,7 @@ impl From<&Assessed> for FindingReport {
                 let n = f.executions.max(1);
                 EvidenceDetail::Churn(ChurnEvidence {
                     connections_opened: f.executions,
-                    connections_per_second: churn::per_second(f.executions, f.elapsed_us),
+                    connections_per_second: churn::per_second(f.executions, f.elapsed_us()),
                     setup_avg_us: setup_us / n,
                     setup_round_trips_avg: f.round_trips as f64 / n as f64,
                     setup_us: *setup_us,
@@ -280,7 +286,8 @@ impl From<&Assessed> for FindingReport {
                 executions: f.executions,
                 smallest_occurrence: f.smallest,
                 largest_occurrence: f.largest,
-                elapsed_us: f.elapsed_us,
+                elapsed_us: f.elapsed_us(),
+                commands_us: f.commands_us,
                 injected_us: f.injected_us,
                 base_us: a.base_us,
                 rows: f.rows,
@@ -298,11 +305,10 @@ impl From<&Assessed> for FindingReport {
                 detail,
             },
             round_trips: f.round_trips,
-            cost_us: f.cost_us,
+            cost_us: f.cost_us(),
             suggestion: a.fix.clone(),
             driver: f.driver.map(|d| d.name().to_owned()),
             what_if: a.what_if.clone(),
-            emulation: a.emulation.clone(),
         }
     }
 }

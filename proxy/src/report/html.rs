@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use super::escape::html as escape;
-use super::{QueryReport, Report, WindowKind};
+use super::{QueryReport, Report, WhatIfReport, WindowKind, words};
+use crate::findings::whatif::Projection;
 use crate::human::{bytes, count, counted, us};
 
 const CHARTED: usize = 15;
@@ -51,24 +52,19 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     }
     writeln!(
         o,
-        "<p class=\"totals\"><span><b>{}</b> commands</span><span><b>{}</b> round trips</span><span><b>{}</b> in commands</span>\
+        "<p class=\"totals\"><span><b>{}</b> commands</span><span><b>{}</b> round trips</span><span>{}</span>\
          <span><b>{}</b> errors</span><span><b>{}</b> up / <b>{}</b> down</span><span><b>{}</b> rows</span><span><b>{}</b> connections</span></p>",
         count(t.commands),
         count(t.round_trips),
-        us(t.time_us),
+        escape(&words::time_in_commands(t)),
         count(t.errors),
         bytes(t.bytes_up),
         bytes(t.bytes_down),
         count(t.rows),
         count(t.connections)
     )?;
-    if t.injected_us > 0 {
-        writeln!(
-            o,
-            "<p>Emulated link: <b>{}</b> of the time in commands; the server's own and the real path's: <b>{}</b>.</p>",
-            us(t.injected_us),
-            us(t.time_us.saturating_sub(t.injected_us))
-        )?;
+    if let Some(share) = words::emulated_share(t) {
+        writeln!(o, "<p>{}.</p>", escape(&capitalised(&share)))?;
     }
     if t.events_dropped > 0 {
         writeln!(
@@ -79,6 +75,11 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
     }
 
     writeln!(o, "<h2 id=\"findings\">Findings</h2>")?;
+    writeln!(
+        o,
+        "<p class=\"muted\">By what each would cost at the reference RTT. Each shows its round trips and the wall \
+         time of its own commands; \"within\": the wall time its occurrences spanned; what if: its commands over other links.</p>"
+    )?;
     if r.findings.is_empty() {
         writeln!(o, "<p class=\"muted\">No findings.</p>")?;
     }
@@ -93,21 +94,14 @@ fn write_page(o: &mut String, r: &Report) -> std::fmt::Result {
             escape(&f.evidence.summary),
             escape(&f.fingerprint_id)
         )?;
-        for w in &f.what_if {
-            writeln!(o, "<br>What if: {}", escape(&w.summary))?;
-        }
-        if let Some(e) = &f.emulation {
-            writeln!(o, "<br>Checked on the emulated link: {}", escape(&e.summary))?;
-        }
-        writeln!(o, "<br><b>Fix:</b> {}</div>", escape(&f.suggestion))?;
+        what_if_table(o, "its", &f.what_if)?;
+        writeln!(o, "<b>Fix:</b> {}</div>", escape(&f.suggestion))?;
     }
 
     if !r.what_if.is_empty() {
-        writeln!(o, "<h2 id=\"what-if\">What if the database were elsewhere</h2><ul>")?;
-        for w in &r.what_if {
-            writeln!(o, "<li>{}</li>", escape(&w.summary))?;
-        }
-        writeln!(o, "</ul>")?;
+        writeln!(o, "<h2 id=\"what-if\">What if the database were elsewhere</h2>")?;
+        let projections: Vec<Projection> = r.what_if.iter().map(WhatIfReport::projection).collect();
+        what_if_table(o, "the recording's", &projections)?;
     }
 
     if !r.links.is_empty() {
@@ -272,4 +266,26 @@ fn down_cell(b: &super::BytesReport) -> String {
         ),
         None => bytes(b.down),
     }
+}
+
+/// A what-if table: its head, then a row per scenario (name, link, projected time).
+fn what_if_table(o: &mut String, whose: &str, projections: &[Projection]) -> std::fmt::Result {
+    let Some(head) = words::what_if_head(whose, projections) else { return Ok(()) };
+    writeln!(o, "<p>What if {}:</p><table class=\"what-if\">", escape(&head))?;
+    for p in projections {
+        writeln!(
+            o,
+            "<tr><td class=\"sql\">{}</td><td>{}</td><td>≈ {}</td></tr>",
+            escape(&p.scenario),
+            escape(&words::link_cell(p)),
+            us(p.projected_us)
+        )?;
+    }
+    writeln!(o, "</table>")
+}
+
+/// `s` with its first letter in upper case.
+fn capitalised(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }

@@ -19,6 +19,7 @@ mod link;
 pub mod snapshots;
 mod text;
 mod window;
+mod words;
 
 use std::collections::BTreeMap;
 
@@ -27,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use rttscope_config::{ReportFormat, Scenario};
 
 use crate::findings::Assessed;
-use crate::findings::whatif::{Measured, project, projections};
+use crate::findings::whatif::{Measured, Projection, project, projections};
 use crate::link::LinkVerdict;
 use crate::live::Legs;
 use crate::protocol::constants::command;
@@ -35,8 +36,8 @@ pub use crate::record::Totals;
 use crate::record::{Aggregates, ConnectionStats, LatencySummary, OTHER_FINGERPRINT, QueryStats, Window};
 
 pub use finding::{
-    ChattyEvidence, ChurnEvidence, CompressionEvidence, CompressionSaving, EmulationReport, Evidence, EvidenceDetail,
-    FetchEvidence, FindingReport, LoopEvidence, PagesEvidence, StatementRoundTrips, WhatIf,
+    ChattyEvidence, ChurnEvidence, CompressionEvidence, CompressionSaving, Evidence, EvidenceDetail, FetchEvidence,
+    FindingReport, LoopEvidence, PagesEvidence, StatementRoundTrips, WhatIf,
 };
 pub use html::render_html;
 pub use link::LinkReport;
@@ -71,7 +72,7 @@ pub fn directory(path: &std::path::Path) -> &std::path::Path {
 }
 
 /// Bumped on any incompatible change to the JSON below.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A whole report: the schema's top level (`docs/report-schema.md`), what `GET /report`,
 /// `report.path`, the snapshots and `rttscope report --format json` serialise.
@@ -118,7 +119,7 @@ pub struct WhatIfReport {
     /// The scenario's bandwidth, bits per second, charged for the long hop's wire bytes; `None`:
     /// unlimited.
     pub bandwidth_bps: Option<u64>,
-    /// Time in commands, all connections together.
+    /// Time in commands, all connections together, as the wall clock saw it.
     pub recording: ProjectedTime,
     /// Each connection's time in commands.
     pub connections: Vec<ConnectionProjection>,
@@ -126,14 +127,33 @@ pub struct WhatIfReport {
     pub summary: String,
 }
 
+impl WhatIfReport {
+    /// The recording's projection, in the shape a finding's has.
+    pub fn projection(&self) -> Projection {
+        Projection {
+            scenario: self.scenario.clone(),
+            rtt_us: self.rtt_us,
+            bandwidth_bps: self.bandwidth_bps,
+            observed_us: self.recording.observed_us,
+            base_us: self.recording.base_us,
+            projected_us: self.recording.projected_us,
+            summary: self.summary.clone(),
+        }
+    }
+}
+
 /// `what_if[].recording`: time in commands as recorded, beside the same work over a scenario's
 /// link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProjectedTime {
-    /// Time in commands here, µs: each command's request-to-last-byte time, summed.
+    /// Wall time during which some command was in flight here, µs (`totals.busy_us`).
     pub observed_us: u64,
+    /// The same without the emulated link and the real path's round trips: where the
+    /// projection starts, µs.
+    #[serde(default)]
+    pub base_us: u64,
     /// The same over the scenario's link, µs: projected from the time without the emulated link
-    /// and the real path's round trips.
+    /// and the real path's round trips, as every finding's is (`docs/time-model.md`).
     pub projected_us: u64,
 }
 
@@ -347,8 +367,10 @@ impl Report {
     /// A cumulative report: everything in `aggregates` from their start (or last reset) to `now_us`,
     /// projected onto each of `scenarios`.
     pub fn build(aggregates: &Aggregates, now_us: u64, scenarios: &[Scenario], extras: Extras) -> Report {
-        let t = aggregates.totals;
         let since = aggregates.since_us;
+        let mut t = aggregates.totals();
+        // Commands straddling two rolling-window slots are counted in both.
+        t.busy_us = t.busy_us.min(now_us.saturating_sub(since));
         let total_time = t.time_us.max(1) as f64;
         let queries = aggregates.queries().into_iter().map(|q| query_report(q, total_time)).collect();
         let connections = aggregates.connections().map(|c| connection_report(c, since)).collect();
@@ -363,7 +385,7 @@ impl Report {
             connections,
             findings: extras.findings.iter().map(FindingReport::from).collect(),
             links: extras.links.iter().map(LinkReport::from).collect(),
-            what_if: what_if(aggregates, scenarios),
+            what_if: what_if(aggregates, &t, scenarios),
         }
     }
 }
@@ -392,23 +414,25 @@ impl Report {
     }
 }
 
-fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
-    let t = a.totals;
+fn what_if(a: &Aggregates, t: &Totals, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
     let recording = Measured {
-        took_us: t.time_us,
+        commands_us: t.time_us,
+        wall_us: t.busy_us,
         round_trips: t.round_trips,
         bytes: t.wire_up + t.wire_down,
         observed_rtt_us: u64::from(a.rtt_us),
         injected_us: t.injected_us,
     };
-    projections(recording, scenarios, "the recorded work")
+    projections(recording, scenarios)
         .into_iter()
         .map(|p| {
             let connections = a
                 .connections()
                 .map(|c| {
+                    // One connection's commands follow one another: their sum is their wall time.
                     let m = Measured {
-                        took_us: c.latency.sum(),
+                        commands_us: c.latency.sum(),
+                        wall_us: c.latency.sum(),
                         round_trips: c.round_trips,
                         bytes: c.wire_up + c.wire_down,
                         observed_rtt_us: u64::from(c.rtt_us),
@@ -416,7 +440,7 @@ fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
                     };
                     ConnectionProjection {
                         id: c.id,
-                        observed_us: m.took_us,
+                        observed_us: m.wall_us,
                         projected_us: project(m, p.rtt_us, p.bandwidth_bps),
                     }
                 })
@@ -425,7 +449,11 @@ fn what_if(a: &Aggregates, scenarios: &[Scenario]) -> Vec<WhatIfReport> {
                 scenario: p.scenario,
                 rtt_us: p.rtt_us,
                 bandwidth_bps: p.bandwidth_bps,
-                recording: ProjectedTime { observed_us: p.observed_us, projected_us: p.projected_us },
+                recording: ProjectedTime {
+                    observed_us: p.observed_us,
+                    base_us: p.base_us,
+                    projected_us: p.projected_us,
+                },
                 connections,
                 summary: p.summary,
             }

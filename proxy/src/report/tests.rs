@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::*;
-use crate::findings::{Kind, Severity};
+use crate::findings::{Kind, LoopShape, Severity};
 use crate::link::{LinkLimit, LinkVerdict, Loss, Measurement};
 
 const SCHEMA_DOC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/report-schema.md"));
@@ -28,8 +28,7 @@ fn what_if(observed_us: u64) -> Vec<WhatIf> {
         observed_us,
         base_us: observed_us / 2,
         projected_us: observed_us * 10,
-        summary: "10 round trips: at 15.00 ms RTT and 34 Mbit/s (another data centre) this loop takes ≈ 150.00 ms"
-            .into(),
+        summary: "at 15.00 ms RTT and 34 Mbit/s (another data centre): ≈ 150.00 ms".into(),
     }]
 }
 
@@ -47,6 +46,7 @@ fn finding(kind: Kind, statement: &str, detail: EvidenceDetail) -> FindingReport
             smallest_occurrence: 9,
             largest_occurrence: 11,
             elapsed_us: 9_000,
+            commands_us: 8_000,
             injected_us: 1_000,
             base_us: 5_000,
             rows: 20,
@@ -65,13 +65,6 @@ fn finding(kind: Kind, statement: &str, detail: EvidenceDetail) -> FindingReport
         suggestion: format!("Batch `{statement}`."),
         driver: Some("PyMySQL".into()),
         what_if: what_if(7_000),
-        emulation: Some(EmulationReport {
-            rtt_us: 1_000,
-            bandwidth_bps: Some(100_000_000),
-            projected_us: 26_000,
-            took_us: 7_000,
-            summary: "emulated 1.00 ms RTT and 100 Mbit/s: projected 26.00 ms, took 7.00 ms".into(),
-        }),
     }
 }
 
@@ -83,6 +76,7 @@ pub(super) fn full_report() -> Report {
             distinct_values: 20,
             parent_fingerprint_id: parent.then(|| "0123456789abcdef".into()),
             parent_statement: parent.then(|| "select emp_no from employees".into()),
+            shape: Some(if parent { LoopShape::Parent } else { LoopShape::Regular }),
         })
     };
     let findings = vec![
@@ -193,6 +187,7 @@ pub(super) fn full_report() -> Report {
             errors: 1,
             round_trips: 1_010,
             time_us: 204_050,
+            busy_us: 150_000,
             bytes_up: 58_000,
             bytes_down: 108_000,
             rows: 2_000,
@@ -202,6 +197,8 @@ pub(super) fn full_report() -> Report {
             wire_up: 30_000,
             wire_down: 40_000,
             unparsed: 1,
+            inject_late_us: 3_200,
+            inject_lateness: LatencySummary { p50: 20, p95: 300, p99: 410, max: 900, sum: 3_200 },
         },
         queries: vec![QueryReport {
             fingerprint: HOSTILE_SQL.into(),
@@ -249,7 +246,10 @@ pub(super) fn full_report() -> Report {
             rows: 2_000,
             legs: Legs {
                 client_tls: Some(TlsInfo { version: "TLSv1.3".into(), cipher: "TLS13_AES_256_GCM_SHA384".into() }),
-                upstream_tls: Some(TlsInfo { version: "TLSv1.2".into(), cipher: "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384".into() }),
+                upstream_tls: Some(TlsInfo {
+                    version: "TLSv1.2".into(),
+                    cipher: "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384".into(),
+                }),
                 client_compression: Some("zlib".into()),
                 upstream_compression: Some("zlib".into()),
                 client_library: Some("libmariadb 3.3.8".into()),
@@ -262,9 +262,9 @@ pub(super) fn full_report() -> Report {
             scenario: "another data centre".into(),
             rtt_us: 15_000,
             bandwidth_bps: Some(34_000_000),
-            recording: ProjectedTime { observed_us: 204_050, projected_us: 15_350_000 },
+            recording: ProjectedTime { observed_us: 150_000, base_us: 100_000, projected_us: 15_350_000 },
             connections: vec![ConnectionProjection { id: 1, observed_us: 204_050, projected_us: 15_350_000 }],
-            summary: "1,010 round trips: at 15.00 ms RTT and 34 Mbit/s (another data centre) the recorded work takes ≈ 15.35 s".into(),
+            summary: "at 15.00 ms RTT and 34 Mbit/s (another data centre): ≈ 15.35 s".into(),
         }],
     }
 }
@@ -412,15 +412,18 @@ fn the_text_report_shows_every_part() {
     for expected in [
         "# rttscope 0.1.0 report, generated 2026-11-21T22:13:53Z, over 30.00 s",
         "# Totals: 1,010 commands (1,010 executions), 1,010 round trips, 1 error, 2 connections",
-        "#         of which 100.00 ms emulated link, 104.05 ms the server's own and the real path's",
+        "#         150.00 ms in commands (wall clock; 204.05 ms summed over connections), 56.6 KiB up",
+        "#         of the time summed, 100.00 ms the emulated link (as measured; 3.20 ms of it late, p50 20 µs, p99 410 µs a command), 104.05 ms the server's own and the real path's",
         "#         3 records dropped",
-        "# Findings, by cost",
+        "# Findings, by what they would cost at the reference RTT",
         "#  1. [warning] n_plus_one — 21 round trips, 7.00 ms",
         "#  5. [warning] chatty_session — 21 round trips, 7.00 ms",
-        "#     what if: 10 round trips: at 15.00 ms RTT and 34 Mbit/s (another data centre)",
+        "#     what if its 7.00 ms of commands (3.50 ms without this link), over:",
+        "#       another data centre  15.00 ms, 34 Mbit/s  ≈ 70.00 ms",
         "#     fix: Batch `insert into t (a) values(?+)`.",
-        "#     emulated 1.00 ms RTT and 100 Mbit/s: projected 26.00 ms, took 7.00 ms",
         "# What if the database were elsewhere",
+        "# what if the recording's 150.00 ms of commands (100.00 ms without this link), over:",
+        "#   another data centre  15.00 ms, 34 Mbit/s  ≈ 15.35 s",
         "# Upstream link",
         "# Profile",
         "# Statement 1: aba87d67dad511c7 — 44.9% of time",
@@ -486,9 +489,11 @@ fn the_html_report_shows_every_part() {
     for kind in Kind::ALL {
         assert!(html.contains(&format!("<b>{kind}</b>")), "no {kind}");
     }
-    assert!(html.contains("Emulated link: <b>100.00 ms</b>"));
+    assert!(html.contains("<span>150.00 ms in commands (wall clock; 204.05 ms summed over connections)</span>"));
+    assert!(html.contains("<p>Of the time summed, 100.00 ms the emulated link (as measured; 3.20 ms of it late,"));
+    assert!(html.contains("<p>What if its 7.00 ms of commands (3.50 ms without this link), over:</p>"));
     assert!(html.contains(
-        "<br>Checked on the emulated link: emulated 1.00 ms RTT and 100 Mbit/s: projected 26.00 ms, took 7.00 ms"
+        "<tr><td class=\"sql\">another data centre</td><td>15.00 ms, 34 Mbit/s</td><td>≈ 70.00 ms</td></tr>"
     ));
     assert!(html.contains("3 records dropped"));
     // Self-contained: no scripts, nothing fetched.

@@ -8,7 +8,8 @@
 use std::fmt::Write;
 
 use super::escape::visible as v;
-use super::{BytesReport, QueryReport, Report, WindowKind};
+use super::{BytesReport, QueryReport, Report, WhatIfReport, WindowKind, words};
+use crate::findings::whatif::Projection;
 use crate::human::{bytes, count, counted, us};
 
 /// How many statement classes get a detail section.
@@ -46,8 +47,8 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     )?;
     writeln!(
         o,
-        "#         {} in commands, {} up, {} down, {}",
-        us(t.time_us),
+        "#         {}, {} up, {} down, {}",
+        words::time_in_commands(t),
         bytes(t.bytes_up),
         bytes(t.bytes_down),
         counted(t.rows, "row", "rows")
@@ -57,13 +58,8 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     if let Some(words) = wire.wire_words().strip_prefix(", ") {
         writeln!(o, "#         {words}")?;
     }
-    if t.injected_us > 0 {
-        writeln!(
-            o,
-            "#         of which {} emulated link, {} the server's own and the real path's",
-            us(t.injected_us),
-            us(t.time_us.saturating_sub(t.injected_us))
-        )?;
+    if let Some(share) = words::emulated_share(t) {
+        writeln!(o, "#         {share}")?;
     }
     if t.events_dropped > 0 {
         writeln!(
@@ -74,7 +70,9 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
     }
 
     if !r.findings.is_empty() {
-        writeln!(o, "\n# Findings, by cost")?;
+        writeln!(o, "\n# Findings, by what they would cost at the reference RTT")?;
+        writeln!(o, "# (each: its round trips and the wall time of its own commands; `within`: the wall")?;
+        writeln!(o, "# time its occurrences spanned; what if: its commands over other links)")?;
         for (i, f) in r.findings.iter().enumerate() {
             writeln!(
                 o,
@@ -87,21 +85,15 @@ fn write_report(o: &mut String, r: &Report) -> std::fmt::Result {
             )?;
             writeln!(o, "#     statement {}", v(&f.fingerprint_id))?;
             writeln!(o, "#     {}", v(&f.evidence.summary))?;
-            for w in &f.what_if {
-                writeln!(o, "#     what if: {}", v(&w.summary))?;
-            }
-            if let Some(e) = &f.emulation {
-                writeln!(o, "#     {}", v(&e.summary))?;
-            }
+            write_what_if(o, "#     ", "its", &f.what_if)?;
             writeln!(o, "#     fix: {}", v(&f.suggestion))?;
         }
     }
 
     if !r.what_if.is_empty() {
         writeln!(o, "\n# What if the database were elsewhere")?;
-        for w in &r.what_if {
-            writeln!(o, "# {}", v(&w.summary))?;
-        }
+        let projections: Vec<Projection> = r.what_if.iter().map(WhatIfReport::projection).collect();
+        write_what_if(o, "# ", "the recording's", &projections)?;
     }
 
     if !r.links.is_empty() {
@@ -199,6 +191,19 @@ fn write_query(o: &mut String, rank: usize, q: &QueryReport) -> std::fmt::Result
 }
 
 /// The first `max` characters of `s`, with an ellipsis when it was longer.
+/// A what-if table: its head, then a line per scenario (name, link, projected time).
+fn write_what_if(o: &mut String, indent: &str, whose: &str, projections: &[Projection]) -> std::fmt::Result {
+    let Some(head) = words::what_if_head(whose, projections) else { return Ok(()) };
+    writeln!(o, "{indent}what if {head}:")?;
+    let name_width = projections.iter().map(|p| p.scenario.chars().count()).max().unwrap_or(0);
+    let links: Vec<String> = projections.iter().map(words::link_cell).collect();
+    let link_width = links.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    for (p, link) in projections.iter().zip(&links) {
+        writeln!(o, "{indent}  {:<name_width$}  {:<link_width$}  ≈ {}", v(&p.scenario), link, us(p.projected_us))?;
+    }
+    Ok(())
+}
+
 pub(super) fn abbreviate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_owned();

@@ -152,10 +152,7 @@ fn one_row_per_fetch_is_said_in_the_singular() {
         "{}",
         a.headline
     );
-    let one = whatif::Measured { took_us: 300, round_trips: 1, bytes: 10, observed_rtt_us: 0, injected_us: 0 };
-    let p = &whatif::projections(one, &FindingsConfig::default().scenarios, "the recorded work")[0];
-    assert!(p.summary.starts_with("1 round trip: at "), "{}", p.summary);
-    for sentence in [a.headline.as_str(), a.fix.as_str(), p.summary.as_str()] {
+    for sentence in [a.headline.as_str(), a.fix.as_str()] {
         for wrong in ["1 rows", "1 round trips", "1 times", "1 fetches", "1 pages"] {
             assert!(!sentence.contains(&format!(" {wrong}")), "{wrong:?} in {sentence}");
         }

@@ -9,6 +9,8 @@ impl Aggregates {
     /// maxima are those of the union. The fold bound holds as it does for commands.
     pub fn merge(&mut self, later: &Aggregates) {
         add_totals(&mut self.totals, &later.totals);
+        self.busy.absorb(&later.busy);
+        self.lateness.merge(&later.lateness);
         for q in later.queries.values() {
             match self.queries.get_mut(&q.fingerprint) {
                 Some(mine) => {
@@ -106,6 +108,7 @@ fn add_totals(t: &mut Totals, later: &Totals) {
     t.wire_up += later.wire_up;
     t.wire_down += later.wire_down;
     t.unparsed += later.unparsed;
+    t.inject_late_us += later.inject_late_us;
 }
 
 /// Adds `later`'s counters to `mine`; identity and the last RTT are `later`'s.
