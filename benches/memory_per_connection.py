@@ -1,4 +1,4 @@
-"""Memory per open connection: the README's figure under "Running in production".
+"""Memory per open connection: the figure in docs/benchmarks.md ("Memory per connection").
 
 Starts the given rttscope binary (default target/release/rttscope) in front of a MariaDB
 (default 127.0.0.1:3306, user root, no password), reads its RSS, opens 120 PyMySQL

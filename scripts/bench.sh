@@ -18,7 +18,7 @@ fi
 
 # The link matrix (buffers × network conditions over the WAN emulator, each cell's verdict):
 # a command of its own; needs root and TUN, not HAProxy or valgrind. Built like the link tests
-# (the dev profile), whose figures the README quotes beside it.
+# (the dev profile), whose figures docs/benchmarks.md quotes beside it.
 if [ "${1:-}" = "--matrix" ]; then
   shift
   echo "==> running the link matrix" >&2
@@ -66,6 +66,6 @@ fi
 echo "==> building the release rttscope binary" >&2
 cargo build --release --quiet -p rttscope --bin rttscope
 echo "==> running the benchmark" >&2
-# Recorded in the report, so the README's table says how it was made.
+# Recorded in the report, so docs/benchmarks.md's table says how it was made.
 export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh${*:+ $*}"
 exec cargo run --release --quiet -p rttscope-benches --bin rttscope-bench -- "$@"

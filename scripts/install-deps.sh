@@ -35,6 +35,9 @@ CHECKS=(
   "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core"
   # The findings' false-positive test (tests/sysbench.rs): a pooled OLTP workload.
   "sysbench sysbench"
+  # The PHP fetch advice is run against mysqlnd (tests/php_fetch.rs).
+  "php php-cli"
+  "/usr/share/doc/php-mysql php-mysql"
 )
 
 # `--conformance` adds what scripts/conformance.sh needs: MariaDB's own test suite

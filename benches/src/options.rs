@@ -261,7 +261,7 @@ impl Options {
     }
 }
 
-/// `<workspace>/target/bench`: where the README's table is taken from, whatever
+/// `<workspace>/target/bench`: where docs/benchmarks.md's tables are taken from, whatever
 /// `CARGO_TARGET_DIR` says about build outputs.
 fn default_out_dir() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));

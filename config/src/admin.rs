@@ -18,7 +18,7 @@ pub const ADMIN_TOKEN_ENV: &str = "RTTSCOPE_ADMIN_TOKEN";
 /// Shortest token accepted: 16 characters is about 96 bits from a random base64 source.
 pub const MIN_TOKEN_LEN: usize = 16;
 
-/// Ranges of the limits, as `validate()` enforces them and the README documents them.
+/// Ranges of the limits, as `validate()` enforces them and docs/configuration.md documents them.
 const MAX_CONNECTIONS: (usize, usize) = (1, 1024);
 const TIMEOUTS: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(60));
 /// hyper refuses a read buffer below 8 KiB.

@@ -130,7 +130,10 @@ impl Default for RepeatedWriteConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FetchConfig {
-    /// Only results of at least this many rows are judged. At least 1. Default `100`.
+    /// The fetch size (rows per `COM_STMT_FETCH` the client asks for) below which a cursor's
+    /// batches are undersized: a cursor fetching fewer rows than this per round trip is a
+    /// finding once it made `min_fetches` fetches, however large its result. At least 1.
+    /// Default `100`.
     pub min_rows: u64,
     /// Fewest fetch round trips for one result that count as undersized batches. At
     /// least 2. Default `5`.

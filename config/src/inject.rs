@@ -70,7 +70,7 @@ pub struct Inject {
     /// (about one RTT for a fast retransmit, an RTO of RTT + 200 ms for a lone segment) and
     /// caps the window at the Mathis bound. `0%` to `50%`; a bare number is a percentage
     /// (`1` is 1 %). Unset (the default): nothing lost. Duplication and reordering have no
-    /// key: TCP hides them from the application (see the README).
+    /// key: TCP hides them from the application (see docs/inject-loss.md).
     pub loss: Option<Percent>,
     /// Overrides the one-way values for bytes sent to the upstream server.
     pub to_upstream: DirectionOverride,

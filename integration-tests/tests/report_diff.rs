@@ -110,6 +110,12 @@ fn the_join_fixes_the_loop_and_the_diff_says_so() {
     assert!(out.stdout.contains(&format!("#   fixed n_plus_one {child_id}: was 51 round trips")), "{}", out.stdout);
     let totals = out.stdout.find("# Totals").unwrap();
     assert!(totals < out.stdout.find("# Findings fixed").unwrap());
+
+    // So is a bare HOST:PORT, as `--admin` takes it.
+    let bare = url.trim_start_matches("http://");
+    let out = report_cli(&["--diff", before.to_str().unwrap(), bare]);
+    assert!(out.stdout.contains(&format!("# after:  {url}")), "{}", out.stdout);
+    assert!(out.stdout.contains(&format!("#   fixed n_plus_one {child_id}: was 51 round trips")), "{}", out.stdout);
 }
 
 #[test]

@@ -208,7 +208,7 @@ async fn waiting_for(conn: &mut mysql_async::Conn, lock: &str) -> u64 {
 /// client's FIN on as a half-close carried a `close_notify` the busy server found waiting to
 /// be read and took for a client still there (MariaDB's main.dirty_close). Over the socket
 /// rttscope can tell a client gone from one that only half-closed; over TCP it cannot
-/// (README, "Running in production").
+/// (docs/production.md, "What the client sees when something fails").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_gone_mid_command_frees_the_servers_thread() {
     let db = TlsDb::shared();

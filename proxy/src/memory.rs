@@ -3,7 +3,7 @@
 //! glibc's allocator keeps freed memory for reuse, spread over its per-thread arenas, and
 //! returns only what sits at the top of an arena. Under many connections whose buffers and
 //! records come and go on different threads, what it keeps grows for a long while (the soak
-//! in the README: 41 MiB kept free after the first minute, +1.2 MiB a minute after that, RSS
+//! without it: 41 MiB kept free after the first minute, +1.2 MiB a minute after that, RSS
 //! growing four times as fast as the heap), so RSS follows the peak rather than what rttscope
 //! holds. A periodic `malloc_trim` releases the free pages in every arena.
 

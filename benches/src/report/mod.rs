@@ -1,5 +1,5 @@
 //! What a run measured, per side, and the table made of it: Markdown for people and the
-//! README, JSON (`schema_version` 1) for tools that compare runs.
+//! user guide (docs/benchmarks.md), JSON (`schema_version` 1) for tools that compare runs.
 //!
 //! - [`rows`]: the table's rows, each scenario against direct and against HAProxy;
 //! - [`markdown`]: the table, its heading and notes, and number formatting.

@@ -123,8 +123,9 @@ pub enum Command {
         /// API's /report?window=.
         #[arg(long, value_name = "DURATION", conflicts_with_all = ["file", "diff"])]
         window: Option<HumanDuration>,
-        /// Compare two reports, each a saved JSON report or an admin URL (http://HOST:PORT):
-        /// totals, each statement's change, findings fixed, new and unchanged.
+        /// Compare two reports, each a saved JSON report or an admin URL (http://HOST:PORT, or a
+        /// bare HOST:PORT as --admin takes it): totals, each statement's change, findings fixed, new
+        /// and unchanged.
         #[arg(long, num_args = 2, value_names = ["BEFORE", "AFTER"], conflicts_with_all = ["file", "admin"])]
         diff: Option<Vec<String>>,
     },

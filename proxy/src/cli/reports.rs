@@ -21,14 +21,17 @@ pub enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    /// An admin URL when `s` starts with `http://` or `https://` (asked with `admin`'s
-    /// token), else a file.
+    /// An admin URL when `s` starts with `http://` or `https://`, or is a bare `HOST:PORT`
+    /// as `--admin` takes it (asked with `admin`'s token); else a file. An existing file
+    /// wins over an address, so a report saved as `127.0.0.1:6070` still reads as one.
     pub fn parse(s: &'a str, admin: &AdminClient) -> Source<'a> {
-        if s.starts_with("http://") || s.starts_with("https://") {
-            Source::Admin(admin.at(s), None)
-        } else {
-            Source::File(Path::new(s))
-        }
+        Source::parse_seeing(s, admin, Path::new(s).is_file())
+    }
+
+    /// [`Source::parse`], told whether `s` names an existing file.
+    fn parse_seeing(s: &'a str, admin: &AdminClient, is_file: bool) -> Source<'a> {
+        let url = s.starts_with("http://") || s.starts_with("https://");
+        if url || (is_host_port(s) && !is_file) { Source::Admin(admin.at(s), None) } else { Source::File(Path::new(s)) }
     }
 
     fn name(&self) -> String {
@@ -37,6 +40,14 @@ impl<'a> Source<'a> {
             Source::Admin(admin, _) => admin.base().to_owned(),
         }
     }
+}
+
+/// `HOST:PORT` with a numeric port and a host that is no path (`127.0.0.1:6070`,
+/// `[::1]:6070`, `admin.example:6070`), as opposed to a file name.
+fn is_host_port(s: &str) -> bool {
+    let Some((host, port)) = s.rsplit_once(':') else { return false };
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    !host.is_empty() && !host.contains(['/', '\\']) && port.parse::<u16>().is_ok()
 }
 
 /// The report at `source`, and its JSON as read; or why it is not one this rttscope reads.
@@ -124,5 +135,38 @@ fn emit(rendered: &str, output: Option<&Path>) -> ExitCode {
             print!("{rendered}");
             ExitCode::SUCCESS
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AdminClient, Source};
+
+    fn parsed(s: &str) -> String {
+        let admin = AdminClient::new("127.0.0.1:6070", None);
+        match Source::parse(s, &admin) {
+            Source::File(path) => format!("file {}", path.display()),
+            Source::Admin(admin, _) => format!("admin {}", admin.base()),
+        }
+    }
+
+    #[test]
+    fn a_diff_side_is_a_url_a_bare_host_port_or_a_file() {
+        assert_eq!(parsed("http://127.0.0.1:6070"), "admin http://127.0.0.1:6070");
+        // A bare HOST:PORT is an admin API, as `--admin` takes it.
+        assert_eq!(parsed("127.0.0.1:6070"), "admin http://127.0.0.1:6070");
+        assert_eq!(parsed("localhost:6071"), "admin http://localhost:6071");
+        assert_eq!(parsed("[::1]:6070"), "admin http://[::1]:6070");
+        // Anything else is a file.
+        for file in ["before.json", "reports/a:b.json", "dir/127.0.0.1:6070", "host:port", ":6070"] {
+            assert_eq!(parsed(file), format!("file {file}"));
+        }
+    }
+
+    #[test]
+    fn an_existing_file_named_like_an_address_is_a_file() {
+        let admin = AdminClient::new("127.0.0.1:6070", None);
+        assert!(matches!(Source::parse_seeing("127.0.0.1:6070", &admin, true), Source::File(_)));
+        assert!(matches!(Source::parse_seeing("127.0.0.1:6070", &admin, false), Source::Admin(..)));
     }
 }

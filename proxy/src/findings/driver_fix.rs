@@ -1,6 +1,12 @@
 //! Each fix in the words of the driver that ran the pattern: the setting, the call or the
 //! idiom that does in that driver what the fix asks. `None` where the driver has nothing of
 //! its own to say (the SQL-level fix is the whole fix) or cannot cause the pattern.
+//!
+//! Every sentence here is advice a user pastes: it names only calls the driver implements (the
+//! PHP advice is run against mysqlnd by `integration-tests/tests/php_fetch.rs`), and only that
+//! driver's calls. `CLibrary` is whatever runs over libmariadb or libmysqlclient without naming
+//! itself — a C program such as sysbench as well as MariaDB Connector/Python or mysqlclient,
+//! which send the same attributes — so its words are the C API's, true for all of them.
 
 use super::{Driver, Finding, Kind};
 use crate::fingerprint::StatementKind;
@@ -18,7 +24,19 @@ pub fn words(f: &Finding, driver: Driver, size: u64) -> Option<String> {
         Kind::PaginationLoop | Kind::Compression => None,
         Kind::ConnectionChurn => pooling(driver),
     }
-    .map(|w| format!("{}: {w}", driver.name()))
+    .map(|w| format!("{}: {w}", label(driver)))
+}
+
+/// The driver's name as the first words of a sentence: "The C client library", and a
+/// lower-case crate name as code ("`mysql_async`"), which no capital may change.
+fn label(driver: Driver) -> String {
+    let name = driver.name();
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(_) if driver == Driver::MysqlAsync => format!("`{name}`"),
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// One query per batch of keys: how the driver takes a list of keys.
@@ -26,7 +44,7 @@ fn n_plus_one(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::PyMysql => "`cursor.execute(\"... IN %s\", (tuple(keys),))` sends a batch of keys as one list.",
         Driver::MysqlConnectorPython => "`cursor.execute(\"... IN (\" + \", \".join([\"%s\"] * len(keys)) + \")\", keys)`, one statement per batch of keys.",
-        Driver::CLibrary => "with MariaDB Connector/Python, `cursor.execute(\"... IN (\" + \", \".join(\"?\" * len(keys)) + \")\", keys)`; with mysqlclient, `cursor.execute(\"... IN %s\", (tuple(keys),))`.",
+        Driver::CLibrary => "one prepared statement with `IN (?, ?, ...)` per batch of keys (`mysql_stmt_prepare`, then `mysql_stmt_bind_param` with one bind per key).",
         Driver::MysqlConnectorJ | Driver::MariadbConnectorJ => "one PreparedStatement with `IN (?, ?, ...)` per batch of keys; with JPA/Hibernate, `JOIN FETCH` or `@BatchSize(size = 500)` on the association.",
         Driver::Mysqlnd => "`$pdo->prepare('... IN (' . implode(',', array_fill(0, count($keys), '?')) . ')')->execute($keys)`; with an ORM, eager loading (Eloquent `with()`, Doctrine `JOIN FETCH`).",
         Driver::Go => "build `IN (?, ?, ...)` for each batch and pass the keys as args (`sqlx.In` expands a slice).",
@@ -43,7 +61,7 @@ fn batched_insert(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::PyMysql => "`cursor.executemany(sql, rows)` rewrites `INSERT ... VALUES (%s, ...)` into multi-row INSERTs.",
         Driver::MysqlConnectorPython => "`cursor.executemany(sql, rows)` rewrites the INSERT into multi-row INSERTs.",
-        Driver::CLibrary => "MariaDB Connector/Python's `cursor.executemany(sql, rows)` sends all the rows in one bulk command; mysqlclient's writes multi-row INSERTs; Connector/C binds arrays (`STMT_ATTR_ARRAY_SIZE`).",
+        Driver::CLibrary => "bind arrays of rows to one prepared INSERT (`mysql_stmt_attr_set(stmt, STMT_ATTR_ARRAY_SIZE, &rows)`, MariaDB Connector/C: one bulk command per batch), or build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows.",
         Driver::MysqlConnectorJ => "`addBatch()` then `executeBatch()`, with `rewriteBatchedStatements=true` in the URL: the driver sends multi-row INSERTs.",
         Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()`, with `useBulkStmts=true` (one bulk command per batch) or `rewriteBatchedStatements=true` in the URL.",
         Driver::Mysqlnd => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows: PDO and mysqli have no batch call.",
@@ -61,7 +79,7 @@ fn batched_change(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::MysqlConnectorJ | Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()` with `rewriteBatchedStatements=true` sends the batch in one round trip.",
         Driver::PyMysql | Driver::MysqlConnectorPython => "pass the keys of a batch as one list (`WHERE id IN %s` with a tuple).",
-        Driver::CLibrary => "MariaDB Connector/Python's `cursor.executemany(sql, rows)` sends all the rows in one bulk command.",
+        Driver::CLibrary => "bind arrays of keys to one prepared UPDATE or DELETE (`mysql_stmt_attr_set(stmt, STMT_ATTR_ARRAY_SIZE, &rows)`, MariaDB Connector/C): one bulk command per batch.",
         _ => return None,
     }
     .to_owned())
@@ -77,11 +95,11 @@ fn fetch(driver: Driver, size: u64) -> Option<String> {
             format!("`statement.setFetchSize({size})`, or `defaultFetchSize={size}` in the JDBC URL.")
         }
         Driver::CLibrary => format!(
-            "with MariaDB Connector/Python, `conn.cursor(prefetch_size={size})`, or `cursor(buffered=False)` without `cursor_type` to stream the result in one round trip; with Connector/C, `mysql_stmt_attr_set(stmt, STMT_ATTR_PREFETCH_ROWS, &rows)` with rows = {size}; mysqlclient's `SSCursor` streams without a cursor."
+            "`mysql_stmt_attr_set(stmt, STMT_ATTR_PREFETCH_ROWS, &rows)` with rows = {size} before `mysql_stmt_execute`, or no cursor (`STMT_ATTR_CURSOR_TYPE` left at `CURSOR_TYPE_NO_CURSOR`): `mysql_stmt_store_result` then reads the whole result in one round trip."
         ),
-        Driver::Mysqlnd => format!(
-            "`$stmt->attr_set(MYSQLI_STMT_ATTR_PREFETCH_ROWS, {size})`, or no `MYSQLI_CURSOR_TYPE_READ_ONLY`: the result then streams in one round trip."
-        ),
+        // mysqlnd has no rows-per-fetch setting: `MYSQLI_STMT_ATTR_PREFETCH_ROWS` throws
+        // "Not implemented". What it does implement is reading without a cursor.
+        Driver::Mysqlnd => "mysqlnd cannot fetch more rows per round trip (`MYSQLI_STMT_ATTR_PREFETCH_ROWS` is not implemented), so leave the statement without a cursor (no `MYSQLI_CURSOR_TYPE_READ_ONLY`; the default is `MYSQLI_CURSOR_TYPE_NO_CURSOR`) and read it with `$stmt->get_result()` or `$stmt->store_result()`, or stream a query with `$mysqli->query($sql, MYSQLI_USE_RESULT)`: the whole result then comes in one round trip.".to_owned(),
         Driver::PyMysql => format!(
             "`pymysql.cursors.SSCursor` with `fetchmany({size})` streams the result without a server-side cursor."
         ),
@@ -96,7 +114,7 @@ fn chatty(driver: Driver) -> Option<String> {
         Driver::MariadbConnectorJ => "in HikariCP leave `connectionTestQuery` unset (JDBC4 `isValid()` validates only idle connections); session variables in `sessionVariables=` of the URL.",
         Driver::PyMysql => "`autocommit=` and `init_command=` in `pymysql.connect()` instead of SETs on each use; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
         Driver::MysqlConnectorPython => "`autocommit=` and `init_command=` in `connect()`; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
-        Driver::CLibrary => "with MariaDB Connector/Python, `autocommit=` and `init_command=` in `connect()` and a `ConnectionPool` that validates only after `pool_validation_interval`; with mysqlclient, `init_command=`; with SQLAlchemy, `pool_recycle` rather than `pool_pre_ping`.",
+        Driver::CLibrary => "set session variables once per connection with `mysql_optionsv(mysql, MYSQL_INIT_COMMAND, \"SET ...\")` and autocommit with `mysql_autocommit()` only when it changes, and call `mysql_ping()` only on a connection that has been idle.",
         Driver::Mysqlnd => "session variables once in `PDO::MYSQL_ATTR_INIT_COMMAND`, and persistent connections (`PDO::ATTR_PERSISTENT`) to keep them.",
         Driver::Go => "`interpolateParams=true` in the DSN (no prepare and close round trips per query), session variables as DSN parameters, and `db.SetConnMaxIdleTime` rather than pings.",
         Driver::Node => "session variables once per connection (the pool's `connection` event), and `enableKeepAlive` rather than a ping per query.",
@@ -112,7 +130,7 @@ fn pooling(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::PyMysql => "with SQLAlchemy, one `create_engine(...)` per process pools the connections (`pool_size`, `pool_recycle`); without it, DBUtils' `PooledDB(pymysql, ...)`, or one connection kept per worker instead of `pymysql.connect()` per request.",
         Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()` per request (its `close()` returns it to the pool), or SQLAlchemy's engine pool.",
-        Driver::CLibrary => "with MariaDB Connector/Python, `mariadb.ConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()`; with mysqlclient, SQLAlchemy's engine pool; with Connector/C, keep the `MYSQL` handle open between requests.",
+        Driver::CLibrary => "keep the `MYSQL` handle open between requests (one per worker thread) instead of `mysql_real_connect()` for each, or put a pooler such as ProxySQL beside the application.",
         Driver::MysqlConnectorJ => "a `HikariDataSource` (HikariCP) over the JDBC URL, or the application server's pooled DataSource, with `maximumPoolSize` near the concurrency; `getConnection()`/`close()` then borrow and return.",
         Driver::MariadbConnectorJ => "a `HikariDataSource` (HikariCP), or the driver's own `MariaDbPoolDataSource` (`pool=true&maxPoolSize=10` in the URL); `getConnection()`/`close()` then borrow and return.",
         Driver::Mysqlnd => "PHP cannot share a pool between requests: persistent connections (`PDO::ATTR_PERSISTENT => true`, or mysqli's `p:` host prefix) keep one per PHP-FPM worker; or a pooler beside the application such as ProxySQL.",

@@ -1,7 +1,7 @@
 //! What each finding says: a one-line headline with its evidence, and the concrete fix. The
 //! headline says only what happened: "back to back" with the size of each burst.
 
-use super::{Detail, Finding, Kind};
+use super::{Detail, Driver, Finding, Kind};
 use super::{churn, compression, driver_fix};
 use crate::fingerprint::StatementKind;
 use crate::human::{count, counted, us};
@@ -120,21 +120,24 @@ fn batched(text: &str) -> Option<String> {
     (text.matches("= ?").count() == 1).then(|| text.replacen("= ?", "in (?, ?, ...)", 1))
 }
 
-/// The fix, and when the driver that ran the pattern is known, the same in its own words.
+/// The fix. When the driver that ran the pattern is known, its own words come first and the
+/// general fix follows without other drivers' settings; when it is not (or it is the CLI, whose
+/// scripts have no driver settings), the general fix names the usual drivers' settings.
 pub fn fix(f: &Finding) -> String {
     let size = (f.rows / 10).clamp(1000, 10_000);
-    let words = f.driver.and_then(|d| driver_fix::words(f, d, size));
-    match (f.kind, words) {
-        // The driver's words replace the list of drivers' settings.
-        (Kind::UndersizedFetch, Some(words)) => format!(
-            "Fetch more rows per round trip: about {size}. {words} Or read without a cursor: the result streams in one round trip."
-        ),
-        (_, Some(words)) => format!("{} {words}", generic_fix(f)),
-        (_, None) => generic_fix(f),
+    match (f.driver, f.driver.and_then(|d| driver_fix::words(f, d, size))) {
+        // A cursor's fix is a driver setting: the driver's words are the whole fix (mysqlnd's
+        // say it has no fetch size, which the general sentence would contradict).
+        (_, Some(words)) if f.kind == Kind::UndersizedFetch => words,
+        (_, Some(words)) => format!("{words} {}", generic_fix(f, false)),
+        (Some(d), None) if d != Driver::Cli => generic_fix(f, false),
+        (_, None) => generic_fix(f, true),
     }
 }
 
-fn generic_fix(f: &Finding) -> String {
+/// The fix in SQL terms; `drivers` adds, in parentheses, how the usual drivers do it.
+fn generic_fix(f: &Finding, drivers: bool) -> String {
+    let with = |list: &str| if drivers { list.to_owned() } else { String::new() };
     match (&f.kind, &f.detail) {
         (Kind::NPlusOne, _) => {
             let in_list = batched(&f.text).map(|b| format!(" (`{b}`)")).unwrap_or_default();
@@ -146,22 +149,35 @@ fn generic_fix(f: &Finding) -> String {
             }
         }
         (Kind::RepeatedWrite, _) => match f.statement_kind {
-            StatementKind::Insert | StatementKind::Replace => "Send the rows together: one multi-row INSERT ... VALUES (...), (...) per batch of ~500 (JDBC: rewriteBatchedStatements=true or useBulkStmts with executeBatch; Python: executemany).".to_owned(),
+            StatementKind::Insert | StatementKind::Replace => format!(
+                "Send the rows together: one multi-row INSERT ... VALUES (...), (...) per batch of ~500{}.",
+                with(" (JDBC: rewriteBatchedStatements=true or useBulkStmts with executeBatch; Python: executemany)")
+            ),
             _ => {
                 let in_list = batched(&f.text).map(|b| format!(": `{b}`")).unwrap_or_default();
-                format!("Change many rows per statement (WHERE key IN (...) per batch of ~500{in_list}), or batch the statements (JDBC executeBatch with rewriteBatchedStatements=true).")
+                format!(
+                    "Change many rows per statement (WHERE key IN (...) per batch of ~500{in_list}), or batch the statements{}.",
+                    with(" (JDBC executeBatch with rewriteBatchedStatements=true)")
+                )
             }
         },
         (Kind::UndersizedFetch, Detail::Fetch { .. }) => {
             let size = (f.rows / 10).clamp(1000, 10_000);
+            let list = format!(
+                " (JDBC: statement.setFetchSize({size}) or defaultFetchSize={size} in the URL with useCursorFetch=true; MariaDB Connector/C: STMT_ATTR_PREFETCH_ROWS; Connector/Python: cursor(prefetch_size={size}))"
+            );
             format!(
-                "Fetch more rows per round trip: about {size} (JDBC: statement.setFetchSize({size}) or defaultFetchSize={size} in the URL with useCursorFetch=true; MariaDB Connector/C: STMT_ATTR_PREFETCH_ROWS; Connector/Python: cursor(prefetch_size={size})). Or read without a cursor: the result streams in one round trip."
+                "Fetch more rows per round trip: about {size}{}. Or read without a cursor: the result streams in one round trip.",
+                with(&list)
             )
         }
         (Kind::PaginationLoop, Detail::Pages { page_size, .. }) => format!(
             "Page by key instead of OFFSET (WHERE key > last_seen ORDER BY key LIMIT {page_size}) so no page rescans the ones before it, or read the whole result in one query and stream it."
         ),
-        (Kind::ConnectionChurn, _) => "Keep connections open and reuse them: a connection pool in the application (HikariCP, SQLAlchemy's engine, Go's database/sql, mysql2's createPool), or, where the application cannot keep connections between requests (PHP, CGI, serverless functions), a pooler beside it such as ProxySQL.".to_owned(),
+        (Kind::ConnectionChurn, _) => format!(
+            "Keep connections open and reuse them: a connection pool in the application{}, or, where the application cannot keep connections between requests (PHP, CGI, serverless functions), a pooler beside it such as ProxySQL.",
+            with(" (HikariCP, SQLAlchemy's engine, Go's database/sql, mysql2's createPool)")
+        ),
         (Kind::ChattySession, _) => "Drop the round trips that do no work: validate pooled connections only when idle (not on every borrow), set session variables once per connection (or in the pool's init SQL), cache lookups of server settings, and send what remains several per round trip (multi-statements).".to_owned(),
         _ => String::new(),
     }
