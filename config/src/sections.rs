@@ -109,8 +109,10 @@ pub struct RelayConfig {
     /// work at once. When every CPU is busy this saves context switches for the whole
     /// machine; with polling on (`idle_poll`), a lone client's latency does not move. Nice
     /// values are kept, and a thread started under another policy than the normal one
-    /// (`chrt`, systemd's `CPUSchedulingPolicy=`) is left as the operator set it. `false`
-    /// keeps the normal policy. Default `true`.
+    /// (`chrt`, systemd's `CPUSchedulingPolicy=`) is left as the operator set it. While a
+    /// link is emulated (`inject`) the threads run under the normal policy: the emulated
+    /// link's timers must not wait for a busy CPU. `false` keeps the normal policy. Default
+    /// `true`.
     pub sched_batch: bool,
 }
 

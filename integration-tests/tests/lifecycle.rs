@@ -76,7 +76,8 @@ fn thread_policies(pid: u32) -> Vec<(String, u32)> {
 }
 
 /// `relay.sched_batch`, on by default: the connection threads, and only they, run under
-/// `SCHED_BATCH`; `false` leaves them under the normal policy; and a policy rttscope was
+/// `SCHED_BATCH` — but not while a link is emulated (`inject`), whose timers must not wait
+/// for a busy CPU; `false` leaves them under the normal policy; and a policy rttscope was
 /// started under (`chrt --idle 0`) is kept, not replaced. Checked once every connection
 /// thread has served a client: a thread sets its policy before it serves.
 #[tokio::test(flavor = "multi_thread")]
@@ -88,6 +89,7 @@ async fn connection_threads_run_under_sched_batch_unless_told_or_started_otherwi
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let cases = [
         ("default", ProxyProcess::start(&upstream), BATCH, NORMAL),
+        ("default, a link emulated", ProxyProcess::start(&format!("{upstream}inject:\n  rtt: 1ms\n")), NORMAL, NORMAL),
         (
             "sched_batch: false",
             ProxyProcess::start(&format!("{upstream}relay:\n  sched_batch: false\n")),

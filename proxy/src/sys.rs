@@ -345,6 +345,17 @@ pub fn use_batch_scheduling() -> io::Result<()> {
     Ok(())
 }
 
+/// Moves the calling thread back from `SCHED_BATCH` to the normal policy, its nice value
+/// kept; no privilege needed (both are normal policies). Only the calling thread changes.
+pub fn use_normal_scheduling() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: one sched_param we own, read by the kernel; SCHED_OTHER takes priority 0.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The open-file limit: `(soft, hard)`.
 pub fn nofile_limit() -> io::Result<(u64, u64)> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

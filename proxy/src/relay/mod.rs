@@ -311,7 +311,7 @@ impl Proxy {
         let rejections = Arc::new(Semaphore::new(MAX_REJECTIONS_IN_FLIGHT));
         let drain = Arc::new(Drain::default());
         let mut tasks = JoinSet::new();
-        let mut shards = shards::Shards::start(&config.relay, &self.shared.stats)?;
+        let mut shards = shards::Shards::start(&config.relay, &self.shared.stats, self.shared.inject.clone())?;
         // One descriptor held back: when the process runs out, it is given up to accept
         // the client that could not be, and tell it why.
         let mut reserve = std::fs::File::open("/dev/null").ok();
