@@ -9,7 +9,7 @@ use mysql_async::Conn;
 use mysql_async::prelude::*;
 use rttscope::cli::admin_client::ClientError;
 use rttscope::report::Report;
-use rttscope_config::{Config, HumanDuration, Inject, Percent};
+use rttscope_config::{Bandwidth, ByteSize, Config, HumanDuration, Inject, Percent};
 use rttscope_integration_tests::mariadb::{DB, NATIVE, OTHER, TestDb};
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
 use rttscope_integration_tests::skip;
@@ -263,4 +263,43 @@ fn connecting_pays_the_emulated_link_like_a_real_one() {
     assert!(real >= Duration::from_millis(3 * RTT_MS), "the real link is not {RTT_MS} ms: {real:?}");
     let error = (emulated.as_secs_f64() - real.as_secs_f64()).abs() / real.as_secs_f64();
     assert!(error <= 0.15, "emulated {emulated:?} vs real {real:?}: off by {:.0} %", error * 100.0);
+}
+
+/// A large result over the emulated link is held by the emulation, and the verdict says so in
+/// its figures: with `config/examples/pinned-16k-sndbuf.yaml`'s values (20 ms, 100 Mbit/s, a
+/// 16 KiB window) its window, with a bandwidth alone that bandwidth — never the server, which
+/// only waited for rttscope to read on, and never the loopback path's RTT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_the_emulated_link_held_is_the_emulations_verdict() {
+    let cases = [
+        (
+            Some(ByteSize::kib(16)),
+            Bandwidth::new(100_000_000),
+            "receive_window",
+            "a 16.0 KiB window at its 20.00 ms RTT",
+        ),
+        (None, Bandwidth::new(20_000_000), "link", "20 Mbit/s at 20.00 ms RTT"),
+    ];
+    for (window, bandwidth, limit, words) in cases {
+        let mut config = with_rtt(20);
+        (config.inject.window, config.inject.bandwidth) = (window, bandwidth);
+        let proxy = TestProxy::with_config(config);
+        let mut conn = connect(&proxy).await;
+        let rows: Vec<String> = conn.query("SELECT REPEAT('x', 1000) FROM seq_1_to_2000").await.unwrap();
+        assert_eq!(rows.len(), 2_000);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let verdict = loop {
+            if let Some(v) = proxy.state().report().links.into_iter().last() {
+                break v;
+            }
+            assert!(Instant::now() < deadline, "no verdict on the transfer");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let summary = &verdict.summary;
+        assert_eq!(verdict.limit.name(), limit, "{summary}");
+        assert!(summary.contains(&format!("the emulated link (inject) is the limit: {words}")), "{summary}");
+        assert!(!summary.contains("server paused") && !summary.contains("µs RTT"), "{summary}");
+        assert!(verdict.emulated_us * 2 >= verdict.duration_us, "{verdict:?}");
+        assert!(verdict.fix.contains("inject"), "{}", verdict.fix);
+    }
 }

@@ -224,7 +224,9 @@ impl Rttscope {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> io::Result<()> {
         let Rttscope { config, proxy, admin, collector, link_events, state } = self;
         let collector = tokio::spawn(collector.run());
-        let link_collector = tokio::spawn(link::collect(link_events, state.links.clone()));
+        let emulation = state.inject.clone();
+        let link_collector =
+            tokio::spawn(link::collect(link_events, state.links.clone(), move || Emulated::of(&emulation.current())));
         let stop_admin = CancellationToken::new();
         let admin_task = admin.map(|(listener, token)| {
             tokio::spawn(admin::serve(listener, state.clone(), token, stop_admin.clone().cancelled_owned()))

@@ -45,7 +45,6 @@ pub mod whatif;
 
 use std::sync::Arc;
 
-use rttscope_config::{Direction, Inject};
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{FingerprintId, StatementKind};
@@ -163,26 +162,8 @@ pub enum PatternScope {
     Trace(u128),
 }
 
-/// The emulated link a pattern ran over, as configured (`inject`): what its own projection is
-/// checked against.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Emulated {
-    /// The emulated round trip, µs: both directions' one-way delays added.
-    pub rtt_us: u64,
-    /// Towards the client, where results flow; `None`: unlimited.
-    pub bandwidth_bps: Option<u64>,
-}
-
-impl Emulated {
-    /// The link `inject` emulates, if any.
-    pub fn of(inject: &Inject) -> Option<Emulated> {
-        if !inject.is_active() {
-            return None;
-        }
-        let (up, down) = (inject.direction(Direction::ToUpstream), inject.direction(Direction::ToClient));
-        Some(Emulated { rtt_us: (up.delay + down.delay).as_micros() as u64, bandwidth_bps: down.bandwidth_bps })
-    }
-}
+/// The emulated link a pattern ran over, as configured (`inject`).
+pub use crate::inject::EmulatedLink as Emulated;
 
 /// Facts particular to a kind.
 #[derive(Clone, Debug, PartialEq)]

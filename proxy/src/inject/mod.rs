@@ -65,6 +65,49 @@ impl InjectControl {
     }
 }
 
+/// The emulated link as reports quote it: the round trip, and what holds a result back on
+/// its way to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EmulatedLink {
+    /// The emulated round trip, µs: both directions' one-way delays added.
+    pub rtt_us: u64,
+    /// Towards the client, where results flow; `None`: unlimited.
+    pub bandwidth_bps: Option<u64>,
+    /// Bytes in flight per round trip towards the client (`window`, or what `loss` leaves a
+    /// loss-based sender); `None`: no window.
+    pub window_bytes: Option<u64>,
+}
+
+impl EmulatedLink {
+    /// The link `inject` emulates, if any.
+    pub fn of(inject: &Inject) -> Option<EmulatedLink> {
+        if !inject.is_active() {
+            return None;
+        }
+        use rttscope_config::Direction as Way;
+        let (up, down) = (inject.direction(Way::ToUpstream), inject.direction(Way::ToClient));
+        Some(EmulatedLink {
+            rtt_us: (up.delay + down.delay).as_micros() as u64,
+            bandwidth_bps: down.bandwidth_bps,
+            window_bytes: model(inject, Direction::ToClient).window_limit(),
+        })
+    }
+
+    /// What a window allows per second at this RTT, bytes; `None` without a window.
+    pub fn window_rate(&self) -> Option<u64> {
+        self.window_bytes.map(|w| (u128::from(w) * 1_000_000 / u128::from(self.rtt_us.max(1))) as u64)
+    }
+
+    /// Whether the window, rather than the bandwidth, is what limits a large transfer.
+    pub fn window_binds(&self) -> bool {
+        match (self.window_rate(), self.bandwidth_bps) {
+            (Some(w), Some(bw)) => w < bw / 8,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+}
+
 /// One line for logs: what the link is now.
 pub fn describe(inject: &Inject) -> String {
     if !inject.is_active() {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 use super::verdict::{Links, Measurement};
+use crate::inject::EmulatedLink;
 
 /// One observation of a connection's long-haul link.
 #[derive(Clone, Debug)]
@@ -55,11 +56,18 @@ impl LinkSink {
 /// Events applied to [`Links`] per lock.
 const BATCH: usize = 256;
 
-/// Applies link events to `links` until every probe's sender is gone.
-pub async fn collect(mut rx: mpsc::Receiver<LinkEvent>, links: Arc<Mutex<Links>>) {
+/// Applies link events to `links` until every probe's sender is gone; `emulated` says which
+/// link `inject` emulates at the moment it is called.
+pub async fn collect(
+    mut rx: mpsc::Receiver<LinkEvent>,
+    links: Arc<Mutex<Links>>,
+    emulated: impl Fn() -> Option<EmulatedLink>,
+) {
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
+        let emulated = emulated();
         let mut links = links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        links.set_emulated(emulated);
         for event in batch.drain(..) {
             match event {
                 LinkEvent::Measured { conn_id, at_us, measurement } => {

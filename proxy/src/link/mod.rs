@@ -14,6 +14,7 @@
 //!   buffer ceilings checked again once a path is measured;
 //! - `sysctl`: the host's TCP buffer limits, checked at start-up.
 
+mod emulated;
 mod events;
 mod expected;
 mod loss;

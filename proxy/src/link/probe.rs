@@ -211,6 +211,15 @@ impl Tap for Probe {
         };
         if direction == Direction::ToClient {
             self.tracker.read(arrived_us);
+            if released_us > arrived_us {
+                self.tracker.released(released_us);
+            }
+        }
+    }
+
+    fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
+        if direction == Direction::ToClient {
+            self.tracker.line_stalled(stalled_us);
         }
     }
 

@@ -94,6 +94,11 @@ struct Transfer {
     /// the first reading that showed it: when the kernel last took in more of the response.
     received: u64,
     received_at_us: Option<u64>,
+    /// Time rttscope stopped reading because the emulated link's bytes filled its buffer:
+    /// the emulation holding the sender back, like a window of its own.
+    line_stalled_us: u64,
+    /// When the emulated link let the last bytes read go on to the client (0: no link).
+    last_release_us: u64,
 }
 
 /// How a gap between reads was counted.
@@ -234,6 +239,21 @@ impl TransferTracker {
             t.open_gap = Some((gap, kind));
         }
         t.last_read_us = now_us;
+    }
+
+    /// Before the read that follows, rttscope had waited `stalled_us` for the emulated link to
+    /// make room in its buffer.
+    pub fn line_stalled(&mut self, stalled_us: u64) {
+        if let Some(t) = self.current.as_mut() {
+            t.line_stalled_us += stalled_us;
+        }
+    }
+
+    /// The emulated link lets bytes just read go on at `released_us`.
+    pub fn released(&mut self, released_us: u64) {
+        if let Some(t) = self.current.as_mut() {
+            t.last_release_us = t.last_release_us.max(released_us);
+        }
     }
 
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -406,6 +426,7 @@ impl TransferTracker {
             server_pause_us: t.server_pause_us,
             samples: t.samples,
             round_trips: u64::from(round_trips),
+            emulated_us: (t.line_stalled_us + t.last_release_us.saturating_sub(end_us)).min(duration_us),
         })
     }
 
@@ -439,6 +460,7 @@ impl TransferTracker {
             server_pause_us: 0,
             samples: 0,
             round_trips: s.round_trips,
+            emulated_us: 0,
         })
     }
 }

@@ -6,11 +6,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use super::emulated;
 use super::expected::{Expected, HostCheck};
 use super::loss::Loss;
 use super::sysctl::Sysctls;
 use super::transfer::{LOSS_OUTRUN, MIN_LOSS_EVENTS, READER_TAIL_SHARE, window_closed};
 use crate::human::{bytes, count, counted, rate, us};
+use crate::inject::EmulatedLink;
 
 /// The limits, named as reports and metrics name them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -107,6 +109,10 @@ pub struct Measurement {
     pub samples: u32,
     /// Client waits in the response (for `latency`, over the small responses judged).
     pub round_trips: u64,
+    /// Time the emulated link (`inject`) held the transfer, µs: rttscope waiting for room in
+    /// a buffer full of bytes the link had yet to let go, and the link's delivery of the
+    /// last bytes after the server's. 0 without an emulated link.
+    pub emulated_us: u64,
 }
 
 /// A measurement with its connection, time and words.
@@ -143,6 +149,8 @@ pub struct Links {
     pub totals: BTreeMap<&'static str, (u64, u64)>,
     /// Upstream base RTT readings, in seconds: `rttscope_upstream_rtt_seconds`.
     pub rtt: crate::record::BucketHistogram,
+    /// The link `inject` emulates now, if any: a transfer it held is its verdict.
+    emulated: Option<EmulatedLink>,
 }
 
 impl Links {
@@ -156,7 +164,13 @@ impl Links {
             recent: VecDeque::new(),
             totals: LinkLimit::ALL.iter().map(|l| (l.name(), (0, 0))).collect(),
             rtt: crate::record::BucketHistogram::new(crate::record::SECONDS_BUCKETS),
+            emulated: None,
         }
+    }
+
+    /// The link `inject` emulates from now on (set before each batch of measurements).
+    pub fn set_emulated(&mut self, emulated: Option<EmulatedLink>) {
+        self.emulated = emulated;
     }
 
     /// The host's TCP buffer limits as read at start-up.
@@ -164,10 +178,15 @@ impl Links {
         &self.sysctls
     }
 
-    /// Words and fix for a measurement; remembers it.
-    pub fn add(&mut self, conn_id: u64, at_us: u64, m: Measurement) -> &LinkVerdict {
+    /// Words and fix for a measurement; remembers it. A transfer the emulated link held is
+    /// the emulation's: its limit and its words, never the server's or the real path's.
+    pub fn add(&mut self, conn_id: u64, at_us: u64, mut m: Measurement) -> &LinkVerdict {
+        let emulated = self.emulated.filter(|_| m.limit != LinkLimit::Latency && emulated::held(&m));
+        if let Some(link) = &emulated {
+            (m.limit, m.secondary) = (emulated::limit(link), None);
+        }
         let rtt = u64::from(m.base_rtt_us.max(1));
-        if m.limit == LinkLimit::Link {
+        if m.limit == LinkLimit::Link && emulated.is_none() {
             self.fastest = self.fastest.max(m.throughput);
             // The start-up check knew only the configured figures (often none): the path as
             // measured is the one the host's ceilings must fit.
@@ -177,12 +196,17 @@ impl Links {
         }
         let path = self.expected.bytes_per_second.or((self.fastest > 0).then_some(self.fastest));
         let bdp = path.map(|p| p * rtt / 1_000_000);
-        let (mut summary, mut fix) = self.words(&m, path, bdp);
+        let (mut summary, mut fix) = match &emulated {
+            Some(link) => emulated::words(&m, link),
+            None => self.words(&m, path, bdp),
+        };
         summary.push_str(&lag_words(&m));
-        summary.push_str(&self.expected.words(&m));
-        if let Some((more, more_fix)) = loss_words(&m) {
-            summary.push_str(&more);
-            fix.push_str(&more_fix);
+        if emulated.is_none() {
+            summary.push_str(&self.expected.words(&m));
+            if let Some((more, more_fix)) = loss_words(&m) {
+                summary.push_str(&more);
+                fix.push_str(&more_fix);
+            }
         }
         let entry = self.totals.entry(m.limit.name()).or_default();
         entry.0 += 1;
@@ -403,6 +427,7 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         server_pause_us: 50_000,
         samples: 100,
         round_trips: 1,
+        emulated_us: 0,
     }
 }
 

@@ -58,6 +58,10 @@ pub struct LinkReport {
     pub samples: u32,
     /// Round trips of the response, or of the thousand small responses a `latency` verdict judges.
     pub round_trips: u64,
+    /// Time the emulated link (`inject`) held the transfer, µs; 0 without one. Most of the
+    /// transfer's time: the verdict is the emulation's.
+    #[serde(default)]
+    pub emulated_us: u64,
     /// Fastest delivery seen on this upstream, or the configured bandwidth (bytes per second).
     pub path_bytes_per_second: Option<u64>,
     /// Bandwidth-delay product of that path, bytes.
@@ -108,6 +112,7 @@ impl From<&LinkVerdict> for LinkReport {
             server_pause_us: m.server_pause_us,
             samples: m.samples,
             round_trips: m.round_trips,
+            emulated_us: m.emulated_us,
             path_bytes_per_second: v.path_bytes_per_second,
             bdp: v.bdp,
             loss: m.loss,

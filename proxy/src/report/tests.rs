@@ -146,6 +146,7 @@ pub(super) fn full_report() -> Report {
         server_pause_us: 0,
         samples: 2_500,
         round_trips: 1,
+        emulated_us: 0,
         path_bytes_per_second: Some(12_500_000),
         bdp: Some(250_000),
         loss: Loss {
@@ -564,6 +565,7 @@ fn distinct_verdict() -> LinkVerdict {
             server_pause_us: 212,
             samples: 213,
             round_trips: 214,
+            emulated_us: 215,
         },
         path_bytes_per_second: Some(301),
         bdp: Some(302),
@@ -598,6 +600,7 @@ fn a_link_entry_is_exactly_this_json() {
   "server_pause_us": 212,
   "samples": 213,
   "round_trips": 214,
+  "emulated_us": 215,
   "path_bytes_per_second": 301,
   "bdp": 302,
   "loss": {

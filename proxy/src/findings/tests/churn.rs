@@ -74,7 +74,7 @@ fn what_a_pool_saves_is_the_setups_round_trips_at_each_rtt() {
 #[test]
 fn over_an_emulated_link_the_projection_leaves_out_what_the_link_added() {
     let mut s = Script::new();
-    s.engine.set_emulated(Some(Emulated { rtt_us: 5_000, bandwidth_bps: None }));
+    s.engine.set_emulated(Some(Emulated { rtt_us: 5_000, bandwidth_bps: None, window_bytes: None }));
     for conn in 1..=30 {
         s.connect(conn, "app");
         // Three round trips of 5 ms each on the emulated link, and 1 ms of the server's.

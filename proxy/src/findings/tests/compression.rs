@@ -74,7 +74,7 @@ fn the_emulated_link_counts_as_a_bandwidth_to_be_bound_by() {
     let mut config = FindingsConfig::default();
     config.scenarios.retain(|s| s.bandwidth.is_none());
     let mut s = Script::with(config);
-    s.engine.set_emulated(Some(Emulated { rtt_us: 2_000, bandwidth_bps: Some(20_000_000) }));
+    s.engine.set_emulated(Some(Emulated { rtt_us: 2_000, bandwidth_bps: Some(20_000_000), window_bytes: None }));
     for _ in 0..2 {
         let mut r = record(1, COM_QUERY, BIG, 5000, s.now_us, 2_020_000);
         (r.bytes_down, r.injected_us) = (5_030_000, 2_000_000);

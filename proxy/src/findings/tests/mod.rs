@@ -522,7 +522,7 @@ fn cost_is_never_more_than_the_wall_time_covered() {
 #[test]
 fn a_loop_over_an_emulated_link_is_projected_from_what_the_link_did_not_add() {
     let mut s = Script::new();
-    s.engine.set_emulated(Some(Emulated { rtt_us: 15_000, bandwidth_bps: None }));
+    s.engine.set_emulated(Some(Emulated { rtt_us: 15_000, bandwidth_bps: None, window_bytes: None }));
     // A parent and 30 children, each with 15 ms of emulated link besides its own time (2 ms,
     // 300 µs), and the application's 100 and 50 µs between them.
     let mut parent = record(1, COM_QUERY, "SELECT emp_no, first_name FROM employees LIMIT 100", 100, s.now_us, 17_000);
