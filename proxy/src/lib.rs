@@ -7,6 +7,7 @@
 //! - [`sys`], [`socket`]: system calls std does not wrap, and one reading of a TCP
 //!   socket as the kernel sees it (leaves).
 //! - [`human`]: number formatting for sentences and renderings (a leaf).
+//! - [`memory`]: hands freed heap back to the system every `limits.heap_trim` (a leaf).
 //! - [`protocol`]: the sans-io MySQL codec — framing, compression, handshake, and the
 //!   command/response state machine that knows where every response ends.
 //! - [`fingerprint`]: SQL normalisation and stable ids.
@@ -21,6 +22,8 @@
 //! - [`report`]: the one place the versioned report schema is built and rendered.
 //! - [`admin`]: the HTTP API (metrics, report, live connections, the emulated link).
 //! - [`sqlview`]: the SQL view (`SHOW RTTSCOPE ...`), answered through the relay.
+//! - [`preflight`]: what start would refuse (files the config names, where the report
+//!   goes), found before anything binds.
 //! - [`app`]: everything assembled; [`cli`]: the command line.
 
 // Every public item says what it is for (units, sources, when it is empty); clippy's
