@@ -140,6 +140,24 @@ fn connector_python_binary_inserts_are_found() {
     assert_repeated_write(&proxy, "insert into pl_writes (id, qty) values(?+)");
 }
 
+/// Connector/C sends each document by COM_STMT_SEND_LONG_DATA: the execute carries only the
+/// id (Connector/C also flags the document NULL in it; the server ignores that flag for a
+/// long-data parameter), and every command is the statement's.
+#[test]
+fn connector_c_inserts_with_long_data_are_found() {
+    if !is_mariadb() {
+        return;
+    }
+    setup();
+    let proxy = TestProxy::start();
+    assert_eq!(python("longdata", proxy.addr()).trim(), "inserted=200");
+    let statement = "insert into pl_docs (doc, id) values(?+)";
+    assert_repeated_write(&proxy, statement);
+    let r = report_when(&proxy, |_| true);
+    let sent = query(&r, statement).and_then(|q| q.commands.get("COM_STMT_SEND_LONG_DATA")).copied();
+    assert_eq!(sent, Some(200), "{:#?}", r.queries);
+}
+
 /// `cursor(prepared=True)` reruns its first statement for every later execute(): the server ran
 /// the parent 201 times (its own counter says so, and every row had the parent's two columns),
 /// and the report says the same.

@@ -184,7 +184,8 @@ async fn after_a_failed_prepare_the_last_prepared_id_names_nothing() {
 }
 
 /// A parameter sent by COM_STMT_SEND_LONG_DATA is not in the next execute: the key after it is
-/// read where it is. The long data is for one execute, and COM_STMT_RESET drops it.
+/// read where it is. (Connector/C also flags it NULL there; the server does not need the flag,
+/// and this client does not send it.) The long data is for one execute; COM_STMT_RESET drops it.
 #[tokio::test]
 async fn long_data_parameters_are_not_read_from_the_execute() {
     let mut rig = Rig::new();
