@@ -7,6 +7,8 @@
 //   loop     an N+1 loop: 200 books, then one execute() per book for its author
 //            (the tables come from python/prepared_loops.py setup)
 //   inserts  200 single-row INSERTs of numbers into pl_node_writes, one execute() each
+//   creates  200 Sequelize Model.create() calls (an INSERT by mysql2's execute() each), the rows
+//            differing only in a number (and their timestamps)
 // Each prints a line the test checks.
 'use strict';
 
@@ -39,8 +41,32 @@ async function inserts(conn) {
   console.log(`inserted=${n}`);
 }
 
+async function creates(argv) {
+  const { Sequelize, DataTypes } = require('sequelize');
+  const o = options(argv);
+  const sequelize = new Sequelize(o.database, o.user, o.password, {
+    host: o.host,
+    port: o.port,
+    dialect: 'mysql',
+    logging: false,
+  });
+  try {
+    const Item = sequelize.define('Item', { qty: DataTypes.INTEGER }, { tableName: 'pl_seq_items' });
+    await Item.sync({ force: true });
+    for (let i = 0; i < 200; i++) {
+      await Item.create({ qty: i });
+    }
+    console.log(`created=${await Item.count()}`);
+  } finally {
+    await sequelize.close();
+  }
+}
+
 async function main() {
   const mode = process.argv[2];
+  if (mode === 'creates') {
+    return creates(process.argv.slice(2));
+  }
   const conn = await mysql.createConnection(options(process.argv.slice(2)));
   try {
     if (mode === 'loop') {

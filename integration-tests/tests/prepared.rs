@@ -5,7 +5,7 @@
 //!   execute-direct: a COM_STMT_PREPARE with a COM_STMT_EXECUTE naming "the statement just
 //!   prepared" (0xFFFFFFFF) behind it, unanswered, and a COM_STMT_CLOSE before the next one.
 //! - Node's mysql2 `execute()` prepares once, sends the parameter types with every execute, and
-//!   binds a JavaScript number as a DOUBLE.
+//!   binds a JavaScript number as a DOUBLE; Sequelize's `Model.create()` runs on it.
 //! - MariaDB Connector/J (`useServerPrepStmts=true`) and mysql_async prepare once and execute by
 //!   id.
 //! - Connector/Python's `cursor(prepared=True)` ignores the statement of every execute() after
@@ -211,6 +211,19 @@ fn mysql2_execute_inserts_are_found() {
     let Some(out) = node("inserts", proxy.addr()) else { return };
     assert_eq!(out.trim(), "inserted=200");
     assert_repeated_write(&proxy, "insert into pl_node_writes (id, qty) values(?+)");
+}
+
+/// Sequelize's `Model.create()` inserts through mysql2's execute(): rows that differ only in a
+/// number (and their timestamps, which Sequelize binds as strings) are still distinct writes.
+#[test]
+fn sequelize_create_loop_is_found() {
+    let proxy = TestProxy::start();
+    let Some(out) = node("creates", proxy.addr()) else { return };
+    assert_eq!(out.trim(), "created=200");
+    assert_repeated_write(
+        &proxy,
+        "insert into `pl_seq_items` (`id`, `qty`, `createdAt`, `updatedAt`) values (default, ?, ?, ?)",
+    );
 }
 
 // ---- MariaDB Connector/J and mysql_async: prepare once, execute by id ----------------------
