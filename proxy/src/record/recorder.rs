@@ -56,10 +56,15 @@ struct InFlight {
     carried_round_trips: u32,
 }
 
+/// Bytes of a deferred command's payload kept: the id, flags, NULL bitmap and types of an
+/// execute and its first values (a record keeps four). A client may pipeline a thousand
+/// commands behind one prepare; each keeps this much, not the whole capture (64 KiB).
+const DEFERRED_PAYLOAD: usize = 1024;
+
 /// What a deferred `COM_STMT_*` command is attributed from.
 #[derive(Debug)]
 struct Deferred {
-    /// The payload as captured (bounded by the session's capture limit).
+    /// The payload's first [`DEFERRED_PAYLOAD`] bytes.
     payload: Box<[u8]>,
     query_attributes: bool,
 }
@@ -304,8 +309,8 @@ impl Observer for Recorder {
             }
             COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, self.mode))),
             cmd if names_statement(cmd) && self.unsettled > 0 => {
-                deferred =
-                    Some(Box::new(Deferred { payload: Box::from(c.payload), query_attributes: c.query_attributes }));
+                let payload = Box::from(&c.payload[..c.payload.len().min(DEFERRED_PAYLOAD)]);
+                deferred = Some(Box::new(Deferred { payload, query_attributes: c.query_attributes }));
             }
             cmd if names_statement(cmd) => {
                 attribute_to_statement(
