@@ -119,6 +119,23 @@ async fn an_execute_sent_with_its_prepare_is_that_statements() {
     assert_eq!(prepare.round_trips, 0, "the round trip went to the execution");
 }
 
+/// Connector/Python's executemany: a prepare with a COM_STMT_BULK_EXECUTE of "the statement just
+/// prepared" behind it, then the close of that statement by its id: all three are the statement's.
+#[tokio::test]
+async fn a_bulk_execute_sent_with_its_prepare_is_that_statements() {
+    let mut rig = Rig::new();
+    rig.prepare("INSERT INTO t (id, v) VALUES (?, ?)");
+    rig.send(COM_STMT_BULK_EXECUTE, &[&LAST_PREPARED.to_le_bytes()[..], &[0x80, 0, 1, 0, 0xfd, 0]].concat());
+    rig.prepared(9, 2);
+    rig.answer(COM_STMT_BULK_EXECUTE, 0, None, false);
+    rig.send(COM_STMT_CLOSE, &9u32.to_le_bytes());
+    rig.answer(COM_STMT_CLOSE, 0, None, false);
+    let records = rig.records().await;
+    let texts: Vec<(&str, Option<u32>)> = records.iter().map(|r| (r.text.as_ref(), r.statement)).collect();
+    let insert = "insert into t (id, v) values(?+)";
+    assert_eq!(texts, [(insert, Some(9)), (insert, Some(9)), (insert, Some(9))]);
+}
+
 /// Two prepares pipelined, each with an execute of "the statement just prepared": each execute
 /// runs the prepare sent just before it.
 #[tokio::test]
