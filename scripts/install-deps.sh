@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, only what is missing: system packages (Debian/Ubuntu, apt-get),
-# then the Python venv of the client-compatibility tests (target/test-venv). Idempotent and quick
-# when everything is present; needs root or sudo only when a system package is missing.
+# then the Python venv of the client-compatibility tests (target/test-venv) and the Node packages
+# of integration-tests/node (npm ci, from its lockfile). Idempotent and quick when everything is
+# present; needs root or sudo only when a system package is missing.
 # `scripts/install-deps.sh --conformance` also installs MariaDB's test suite (mariadb-test) for
 # scripts/conformance.sh.
 set -euo pipefail
@@ -38,6 +39,9 @@ CHECKS=(
   # The PHP fetch advice is run against mysqlnd (tests/php_fetch.rs).
   "php php-cli"
   "/usr/share/doc/php-mysql php-mysql"
+  # Node's mysql2 (tests/prepared.rs): execute() over the binary protocol.
+  "node nodejs"
+  "npm npm"
 )
 
 # `--conformance` adds what scripts/conformance.sh needs: MariaDB's own test suite
@@ -95,6 +99,23 @@ ensure_venv() {
   echo "install-deps: test venv ready ($VENV)"
 }
 
+# The Node packages are ready when node_modules holds exactly what the lockfile pins.
+NODE_DIR="$REPO/integration-tests/node"
+node_ready() {
+  [ -f "$NODE_DIR/node_modules/.package-lock.json" ] &&
+    (cd "$NODE_DIR" && npm ls --depth=0 >/dev/null 2>&1)
+}
+
+ensure_node_packages() {
+  if node_ready; then
+    echo "install-deps: Node packages ready ($NODE_DIR/node_modules)"
+    return
+  fi
+  echo "install-deps: npm ci in $NODE_DIR"
+  (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  node_ready || { echo "install-deps: the Node packages are still not usable" >&2; exit 1; }
+}
+
 missing=()
 for check in "${CHECKS[@]}"; do
   read -r what pkg <<<"$check"
@@ -106,6 +127,7 @@ done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all system packages present"
   ensure_venv
+  ensure_node_packages
   exit 0
 fi
 
@@ -138,3 +160,4 @@ export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
 ensure_venv
+ensure_node_packages

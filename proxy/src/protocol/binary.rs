@@ -2,7 +2,11 @@
 //! rendered in the same canonical text a literal in SQL would have, so a
 //! prepared `WHERE id = ?` and a literal `WHERE id = 10001` compare equal.
 
+mod text;
+
 use super::packets::lenenc_int;
+pub use text::TEXT_LEN;
+use text::{date_text, double_text, float_text, int_text, time_text};
 
 /// Column/parameter type codes (`enum_field_types`).
 pub mod types {
@@ -48,16 +52,17 @@ pub const UNSIGNED_FLAG: u16 = 0x20;
 pub enum Param<'a> {
     /// SQL NULL: its bit set in the NULL bitmap, or type `MYSQL_TYPE_NULL`.
     Null,
-    /// An integer, already in decimal text form (`buf` holds the digits).
-    Int {
-        /// Decimal digits, `-` first when negative; only the first `len` bytes count.
-        buf: [u8; 20],
-        /// How many bytes of `buf` hold the number (at most 20, the width of `i64::MIN`).
+    /// A number, date or time, rendered as the same value reads in a SQL literal or a
+    /// text-protocol row (`42`, `1.5`, `2024-02-29 13:05:09`).
+    Text {
+        /// The text; only the first `len` bytes count.
+        buf: [u8; TEXT_LEN],
+        /// How many bytes of `buf` hold it.
         len: u8,
     },
     /// Strings, decimals, blobs, JSON: the bytes as sent.
     Bytes(&'a [u8]),
-    /// Floats, dates, times: not compared with SQL literals.
+    /// A value without a literal's text (a NaN, a date of the wrong length).
     Other,
 }
 
@@ -66,24 +71,11 @@ impl Param<'_> {
     /// `None` for NULL and for types without one.
     pub fn canonical(&self) -> Option<&[u8]> {
         match self {
-            Param::Int { buf, len } => buf.get(..usize::from(*len)),
+            Param::Text { buf, len } => buf.get(..usize::from(*len)),
             Param::Bytes(b) => Some(b),
             Param::Null | Param::Other => None,
         }
     }
-}
-
-/// An integer's decimal text. (By `itoa`, two digits a step: the digit-by-digit loop it
-/// replaces divided an `i128`, a library call per digit, some 280 instructions for a
-/// five-digit id, per parameter of every execute.)
-fn int_text(value: impl itoa::Integer) -> Param<'static> {
-    let mut text = itoa::Buffer::new();
-    let digits = text.format(value).as_bytes();
-    let mut buf = [0u8; 20];
-    // At most 20 bytes: `i64::MIN` and `u64::MAX` are 20 wide.
-    let len = digits.len().min(buf.len());
-    buf[..len].copy_from_slice(&digits[..len]);
-    Param::Int { buf, len: len as u8 }
 }
 
 /// Reads one binary-protocol value of type `ty` from the front of `buf`;
@@ -108,13 +100,26 @@ pub fn read_value(ty: u8, unsigned: bool, buf: &[u8]) -> Option<(Param<'_>, &[u8
         MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => int(2),
         MYSQL_TYPE_LONG | MYSQL_TYPE_INT24 => int(4),
         MYSQL_TYPE_LONGLONG => int(8),
-        MYSQL_TYPE_FLOAT => split(buf, 4).map(|(_, r)| (Param::Other, r)),
-        MYSQL_TYPE_DOUBLE => split(buf, 8).map(|(_, r)| (Param::Other, r)),
+        MYSQL_TYPE_FLOAT => {
+            let (b, rest) = split(buf, 4)?;
+            Some((float_text(f32::from_le_bytes([b[0], b[1], b[2], b[3]])), rest))
+        }
+        MYSQL_TYPE_DOUBLE => {
+            let (b, rest) = split(buf, 8)?;
+            let mut le = [0u8; 8];
+            le.copy_from_slice(b);
+            Some((double_text(f64::from_le_bytes(le)), rest))
+        }
         MYSQL_TYPE_NULL => Some((Param::Null, buf)),
         MYSQL_TYPE_DATE | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIME => {
             // A length byte, then that many bytes.
             let (&n, r) = buf.split_first()?;
-            split(r, usize::from(n)).map(|(_, r)| (Param::Other, r))
+            let (value, rest) = split(r, usize::from(n))?;
+            let text = match ty {
+                MYSQL_TYPE_TIME => time_text(value),
+                _ => date_text(value, ty != MYSQL_TYPE_DATE),
+            };
+            Some((text, rest))
         }
         // Everything else travels as a length-encoded string.
         _ => {
@@ -136,6 +141,21 @@ pub fn execute_params<'a>(
     count: usize,
     types: &mut Vec<(u8, u8)>,
     query_attributes: bool,
+    each: impl FnMut(Param<'a>),
+) {
+    execute_params_after_long_data(payload, count, types, query_attributes, 0, each);
+}
+
+/// [`execute_params`] for a statement whose parameters `long_data` (bit `i`: parameter `i`,
+/// the first 64) were sent by `COM_STMT_SEND_LONG_DATA` since its last execute or reset: the
+/// execute carries no value for those (the server takes the long data instead, whatever the
+/// NULL bitmap says), and each reads as [`Param::Other`].
+pub fn execute_params_after_long_data<'a>(
+    payload: &'a [u8],
+    count: usize,
+    types: &mut Vec<(u8, u8)>,
+    query_attributes: bool,
+    long_data: u64,
     mut each: impl FnMut(Param<'a>),
 ) {
     // statement id (4), flags (1), iteration count (4)
@@ -175,6 +195,10 @@ pub fn execute_params<'a>(
         return;
     }
     for (i, &(ty, flags)) in types.iter().enumerate() {
+        if i < 64 && long_data & (1 << i) != 0 {
+            each(Param::Other);
+            continue;
+        }
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             each(Param::Null);
             continue;
@@ -360,6 +384,37 @@ mod tests {
         again.extend_from_slice(&(-7i64).to_le_bytes());
         again.extend_from_slice(&7u32.to_le_bytes());
         assert_eq!(collect(&again, 4, &mut types), vec![Some(b"-7".to_vec()), None, None, Some(b"7".to_vec())]);
+    }
+
+    /// mysql2 binds a JavaScript number as a DOUBLE, sending the types with every execute: the
+    /// key 10001 reads as the literal `10001` does, and two keys differ.
+    #[test]
+    fn a_number_bound_as_a_double_reads_as_its_literal() {
+        let execute = |key: f64| {
+            let mut p = vec![7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, MYSQL_TYPE_DOUBLE, 0, MYSQL_TYPE_DATETIME, 0];
+            p.extend_from_slice(&key.to_le_bytes());
+            p.extend_from_slice(&[7, 0xe8, 0x07, 2, 29, 13, 5, 9]);
+            collect(&p, 2, &mut Vec::new())
+        };
+        assert_eq!(execute(10001.0), vec![Some(b"10001".to_vec()), Some(b"2024-02-29 13:05:09".to_vec())]);
+        assert_eq!(execute(0.5)[0], Some(b"0.5".to_vec()));
+        assert_ne!(execute(10001.0), execute(10002.0));
+    }
+
+    /// A parameter sent by COM_STMT_SEND_LONG_DATA has no bytes in the execute: the next
+    /// parameter's value is read from where it starts, not taken for the blob's.
+    #[test]
+    fn a_long_data_parameter_has_no_value_in_the_execute() {
+        // stmt 1; 2 params, no NULLs; new types: BLOB, LONG; only the LONG's value follows.
+        let mut p = vec![1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfc, 0, MYSQL_TYPE_LONG, 0];
+        p.extend_from_slice(&42i32.to_le_bytes());
+        let mut out = Vec::new();
+        execute_params_after_long_data(&p, 2, &mut Vec::new(), false, 0b01, |v| {
+            out.push(v.canonical().map(<[u8]>::to_vec))
+        });
+        assert_eq!(out, vec![None, Some(b"42".to_vec())]);
+        // Read as if the blob were in the packet, the integer's bytes are taken for its length.
+        assert_eq!(collect(&p, 2, &mut Vec::new()), Vec::<Option<Vec<u8>>>::new());
     }
 
     #[test]

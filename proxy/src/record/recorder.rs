@@ -12,12 +12,12 @@ use tokio::time::Instant;
 use super::pool;
 use super::retransmits::RetransmissionWatch;
 use super::rows::RowSample;
-use super::statements::{LAST_PREPARED, Statement, Statements};
+use super::statements::{LAST_PREPARED, Statement, Statements, changes_registry, names_statement};
 use super::texts::Texts;
-use super::{CommandRecord, Connected, Event, EventSink, IdentityChange, ResponseSampler, Tap, Values, micros};
-use crate::fingerprint::{FingerprintId, SqlMode, hash_value, limit_number, traceparent as traceparent_id};
+use super::{CommandRecord, Connected, Event, EventSink, IdentityChange, ResponseSampler, Tap, micros};
+use crate::fingerprint::{FingerprintId, SqlMode, traceparent as traceparent_id};
 use crate::live::{Legs, LiveConnection, TlsInfo};
-use crate::protocol::binary::{execute_params, query_attributes};
+use crate::protocol::binary::query_attributes;
 use crate::protocol::constants::command::{self, *};
 use crate::protocol::constants::status::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::handshake::HandshakeResponse41;
@@ -45,6 +45,28 @@ struct InFlight {
     prepare: Option<Box<Statement>>,
     /// A `SET sql_mode` that turns `ANSI_QUOTES` on or off once the server accepts it.
     ansi_quotes: Option<bool>,
+    /// A `COM_STMT_*` command sent before the registry could say what it names: attributed
+    /// when it reaches the front, every command before it answered.
+    deferred: Option<Box<Deferred>>,
+    /// It changes the statement registry, or waits to be attributed: the `COM_STMT_*`
+    /// commands sent behind it wait too ([`Recorder::unsettled`]).
+    unsettling: bool,
+    /// Round trips taken over from the prepare this execute of "the statement just prepared"
+    /// was sent with (see [`Recorder::finished`]).
+    carried_round_trips: u32,
+}
+
+/// Bytes of a deferred command's payload kept: the id, flags, NULL bitmap and types of an
+/// execute and its first values (a record keeps four). A client may pipeline a thousand
+/// commands behind one prepare; each keeps this much, not the whole capture (64 KiB).
+const DEFERRED_PAYLOAD: usize = 1024;
+
+/// What a deferred `COM_STMT_*` command is attributed from.
+#[derive(Debug)]
+struct Deferred {
+    /// The payload's first [`DEFERRED_PAYLOAD`] bytes.
+    payload: Box<[u8]>,
+    query_attributes: bool,
 }
 
 /// What a recorder needs to know besides its connection.
@@ -74,6 +96,10 @@ pub struct Recorder {
     texts: Texts,
     statements: Statements,
     in_flight: VecDeque<InFlight>,
+    /// Commands in flight that are `unsettling`: while there are any, a `COM_STMT_*` command
+    /// is attributed only once it reaches the front, so the registry stands as the server's
+    /// will when it runs the command (a pipelined prepare answered, a close applied).
+    unsettled: usize,
     rows: RowSample,
     /// The upstream path's base RTT as the link probe last read it, µs.
     base_rtt_us: u32,
@@ -120,6 +146,7 @@ impl Recorder {
             texts: Texts::new(settings.examples),
             statements: Statements::default(),
             in_flight: VecDeque::new(),
+            unsettled: 0,
             rows: RowSample::default(),
             base_rtt_us: 0,
             wire: None,
@@ -148,34 +175,57 @@ impl Recorder {
         pool::boxed(self.conn_id, command, UNNAMED, self.unnamed.clone(), request_us)
     }
 
-    /// Attributes a `COM_STMT_*` command to the statement it names.
-    fn attribute_to_statement(&mut self, record: &mut CommandRecord, payload: &[u8]) -> Option<u32> {
-        // MariaDB's "the statement just prepared", sent with a prepare not yet answered
-        // (Connector/Python's and Connector/J's execute-direct): that prepare's statement,
-        // whose id is filled in when the server announces it.
-        if u32_at(payload, 0) == Some(LAST_PREPARED)
-            && let Some(st) = self.in_flight.iter().rev().find_map(|f| f.prepare.as_ref())
-        {
-            record.statement = Some(LAST_PREPARED);
-            record.fingerprint = st.fingerprint;
-            record.text = st.text.clone();
-            record.kind = st.kind;
-            record.paging = st.paging;
-            record.origin = st.origin.clone();
-            return Some(LAST_PREPARED);
+    /// Attributes the command at the front, if it was deferred: every command before it has
+    /// been answered, so the registry now says what its id names.
+    fn attribute_front(&mut self) {
+        let Recorder { in_flight, statements, texts, .. } = self;
+        let Some(front) = in_flight.front_mut() else { return };
+        let Some(deferred) = front.deferred.take() else { return };
+        attribute_to_statement(statements, texts, &mut front.record, &deferred.payload, deferred.query_attributes);
+        if front.record.fingerprint == UNNAMED {
+            (front.record.fingerprint, front.record.text) = texts.named(command::name(front.record.command));
         }
-        let id = self.statements.id_in(payload)?;
-        record.statement = Some(id);
-        if let Some(st) = self.statements.get(id) {
-            record.fingerprint = st.fingerprint;
-            record.text = st.text.clone();
-            record.kind = st.kind;
-            record.paging = st.paging;
-            record.origin = st.origin.clone();
-        } else {
-            (record.fingerprint, record.text) = self.texts.named("unknown prepared statement");
+    }
+
+    /// What a command the server answered did to the statement registry: a prepare it accepted
+    /// or refused, a close, a session reset.
+    fn registry_answered(
+        &mut self,
+        record: &mut CommandRecord,
+        prepare: Option<Box<Statement>>,
+        columns: Vec<(u8, bool)>,
+        s: &Summary,
+    ) {
+        let ok = s.error.is_none();
+        match record.command {
+            COM_STMT_PREPARE => {
+                match (prepare, s.statement) {
+                    (Some(mut st), Some(announced)) if ok => {
+                        st.params = announced.params;
+                        st.columns = columns;
+                        record.statement = Some(announced.id);
+                        self.statements.prepared(announced.id, *st);
+                    }
+                    _ => self.statements.prepare_failed(),
+                }
+                // An execute of "the statement just prepared" sent with it (execute-direct) is
+                // one exchange with it: the execution waited for the round trip the pair
+                // shared, not the prepare alone, and a loop of them costs one a row.
+                if let Some(next) = self.in_flight.front_mut()
+                    && next.record.command == COM_STMT_EXECUTE
+                    && next.deferred.as_ref().is_some_and(|d| u32_at(&d.payload, 0) == Some(LAST_PREPARED))
+                {
+                    next.carried_round_trips = std::mem::take(&mut record.round_trips);
+                }
+            }
+            COM_STMT_CLOSE => {
+                if let Some(id) = record.statement {
+                    self.statements.closed(id);
+                }
+            }
+            COM_RESET_CONNECTION | COM_CHANGE_USER if ok => self.statements.clear(),
+            _ => {}
         }
-        Some(id)
     }
 
     /// Follows the session's `sql_mode`: the server says whether backslashes escape in every
@@ -225,6 +275,20 @@ impl Recorder {
     }
 }
 
+/// Attributes a `COM_STMT_*` command to the statement it names (see [`Statements::attribute`]);
+/// one the registry does not know is an "unknown prepared statement".
+fn attribute_to_statement(
+    statements: &mut Statements,
+    texts: &mut Texts,
+    record: &mut CommandRecord,
+    payload: &[u8],
+    query_attributes: bool,
+) {
+    if !statements.attribute(record, payload, query_attributes).1 {
+        (record.fingerprint, record.text) = texts.named("unknown prepared statement");
+    }
+}
+
 impl Observer for Recorder {
     fn command_started(&mut self, _command: u8) {
         self.send_held();
@@ -235,6 +299,7 @@ impl Observer for Recorder {
         let mut record = self.blank(c.command);
         let mut prepare = None;
         let mut ansi_quotes = None;
+        let mut deferred = None;
         // The emulated link held the request this long on its way up.
         record.injected_us = self.hold_us + std::mem::take(&mut self.stalled_up);
         match c.command {
@@ -258,47 +323,31 @@ impl Observer for Recorder {
                 ansi_quotes = self.texts.query(&mut record, c.payload, self.mode);
             }
             COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, self.mode))),
-            COM_STMT_EXECUTE => {
-                if let Some(id) = self.attribute_to_statement(&mut record, c.payload) {
-                    record.cursor = c.payload.get(4).is_some_and(|flags| flags & 0x07 != 0);
-                    if let Some(st) = self.statements.get_mut(id) {
-                        let mut values = Values::default();
-                        // A `LIMIT ? OFFSET ?`'s page is in the parameters bound to it.
-                        let paged_by = st.limit_params.map(|l| l.placeholders()).unwrap_or_default();
-                        let (mut bound, mut index) = ([None; 2], 0u16);
-                        execute_params(c.payload, usize::from(st.params), &mut st.types, c.query_attributes, |p| {
-                            values.push(p.canonical().map(hash_value).unwrap_or(0));
-                            for (slot, wanted) in bound.iter_mut().zip(paged_by) {
-                                if wanted == Some(index) {
-                                    *slot = p.canonical().and_then(limit_number);
-                                }
-                            }
-                            index = index.saturating_add(1);
-                        });
-                        record.values = values;
-                        if let Some(limit) = st.limit_params {
-                            record.paging = limit.resolve(bound);
-                        }
-                    }
-                }
+            cmd if names_statement(cmd) && self.unsettled > 0 => {
+                let payload = Box::from(&c.payload[..c.payload.len().min(DEFERRED_PAYLOAD)]);
+                deferred = Some(Box::new(Deferred { payload, query_attributes: c.query_attributes }));
             }
-            COM_STMT_FETCH => {
-                self.attribute_to_statement(&mut record, c.payload);
-                record.fetch_rows = u32_at(c.payload, 4).unwrap_or(0);
-            }
-            // One statement, many rows of parameters, one round trip: the rows it wrote
-            // come back as the OK's affected rows.
-            COM_STMT_CLOSE | COM_STMT_RESET | COM_STMT_SEND_LONG_DATA | COM_STMT_BULK_EXECUTE => {
-                self.attribute_to_statement(&mut record, c.payload);
+            cmd if names_statement(cmd) => {
+                attribute_to_statement(
+                    &mut self.statements,
+                    &mut self.texts,
+                    &mut record,
+                    c.payload,
+                    c.query_attributes,
+                );
             }
             _ => {}
         }
-        if record.fingerprint == UNNAMED {
+        // A deferred command is named once attributed, at the front.
+        if deferred.is_none() && record.fingerprint == UNNAMED {
             (record.fingerprint, record.text) = self.texts.named(command::name(c.command));
-        } else if self.in_flight.is_empty() {
+        } else if deferred.is_none() && self.in_flight.is_empty() {
             self.show_statement(&record.text);
         }
-        self.in_flight.push_back(InFlight { record, prepare, ansi_quotes });
+        let unsettling = deferred.is_some() || changes_registry(c.command);
+        self.unsettled += usize::from(unsettling);
+        let carried_round_trips = 0;
+        self.in_flight.push_back(InFlight { record, prepare, ansi_quotes, deferred, unsettling, carried_round_trips });
     }
 
     fn result_set(&mut self, _columns: u32) {
@@ -335,7 +384,12 @@ impl Observer for Recorder {
     }
 
     fn finished(&mut self, s: &Summary) {
-        let Some(InFlight { mut record, prepare, ansi_quotes }) = self.in_flight.pop_front() else { return };
+        let Some(InFlight { mut record, prepare, ansi_quotes, unsettling, carried_round_trips, .. }) =
+            self.in_flight.pop_front()
+        else {
+            return;
+        };
+        self.unsettled -= usize::from(unsettling);
         self.note_mode(s, ansi_quotes);
         // Only a possible parent (a multi-row result) gets a copy of its values.
         if s.rows >= 2 && !self.rows.hashes.is_empty() {
@@ -349,7 +403,6 @@ impl Observer for Recorder {
             st.columns.clone_from(&self.rows.columns);
         }
         let prepared_columns = self.rows.finish();
-        let ok = s.error.is_none();
         record.last_byte_us = self.now_us.max(record.request_us);
         record.rtt_us = self.base_rtt_us;
         // ... and the end of the response this long on its way down, after the link had held
@@ -357,6 +410,7 @@ impl Observer for Recorder {
         record.injected_us += self.hold_us + std::mem::take(&mut self.stalled_down) + record.late_us;
         // Connection setup also paid the upstream TCP handshake, greeting and TLS.
         record.round_trips = s.round_trips + if record.command == CONNECT { self.setup_round_trips } else { 0 };
+        record.round_trips += carried_round_trips;
         record.bytes_up = s.bytes_up;
         record.bytes_down = s.bytes_down;
         // What crossed the compressed long hop since the last record: exact for one
@@ -371,29 +425,7 @@ impl Observer for Recorder {
         record.warnings = s.warnings;
         record.error = s.error.map(|e| e.code);
         record.unparsed = s.unparsed;
-        match record.command {
-            COM_STMT_PREPARE if ok => {
-                if let (Some(mut st), Some(announced)) = (prepare, s.statement) {
-                    st.params = announced.params;
-                    st.columns = prepared_columns;
-                    record.statement = Some(announced.id);
-                    self.statements.prepared(announced.id, *st);
-                    // Commands sent with it that named "the statement just prepared".
-                    for waiting in self.in_flight.iter_mut().take_while(|f| f.prepare.is_none()) {
-                        if waiting.record.statement == Some(LAST_PREPARED) {
-                            waiting.record.statement = Some(announced.id);
-                        }
-                    }
-                }
-            }
-            COM_STMT_CLOSE => {
-                if let Some(id) = record.statement {
-                    self.statements.closed(id);
-                }
-            }
-            COM_RESET_CONNECTION | COM_CHANGE_USER if ok => self.statements.clear(),
-            _ => {}
-        }
+        self.registry_answered(&mut record, prepare, prepared_columns, s);
         if self.hold_us > 0 {
             // Its end is held on the emulated link: it goes on once that end is out.
             if let Some(earlier) = self.awaiting_release.replace(record) {
@@ -402,6 +434,7 @@ impl Observer for Recorder {
         } else {
             self.settle(record);
         }
+        self.attribute_front();
         // The next command in line, if pipelined, is the one in flight now.
         if let Some(text) = self.in_flight.front().map(|next| next.record.text.clone()) {
             self.show_statement(&text);
@@ -494,3 +527,6 @@ impl Tap for Recorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

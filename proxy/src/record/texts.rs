@@ -111,6 +111,7 @@ impl Texts {
             params: 0,
             types: Vec::new(),
             columns: Vec::new(),
+            long_data: 0,
         }
     }
 
