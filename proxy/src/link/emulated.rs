@@ -1,7 +1,7 @@
 //! Verdicts on transfers the emulated link (`inject`) held: its settings, not the real path's
 //! or the server's, are the limit, and the verdict says so in its own figures.
 
-use super::verdict::{LinkLimit, Measurement};
+use super::measurement::{LinkLimit, Measurement};
 use crate::human::{bandwidth, bytes, rate, us};
 use crate::inject::EmulatedLink;
 
@@ -46,7 +46,7 @@ pub fn words(m: &Measurement, link: &EmulatedLink) -> (String, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::link::verdict::test_measurement;
+    use crate::link::measurement::test_measurement;
 
     fn link(window_bytes: Option<u64>, bandwidth_bps: Option<u64>) -> EmulatedLink {
         EmulatedLink { rtt_us: 20_000, bandwidth_bps, window_bytes }

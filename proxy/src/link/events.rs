@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
-use super::verdict::{Links, Measurement};
+use super::measurement::Measurement;
+use super::verdict::Links;
 use crate::inject::EmulatedLink;
 
 /// One observation of a connection's long-haul link.

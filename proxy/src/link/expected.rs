@@ -2,8 +2,8 @@
 //! held against what a transfer measured, and the host's TCP ceilings checked against the path
 //! as measured — the start-up check has only the configured figures, often none.
 
+use super::measurement::{LinkLimit, Measurement};
 use super::sysctl::Sysctls;
-use super::verdict::{LinkLimit, Measurement};
 use crate::human::{rate, us};
 
 /// A transfer below this share of the expected bandwidth is explained against it.
@@ -97,7 +97,12 @@ mod tests {
 
     fn link(throughput: u64, base_rtt_us: u32) -> Measurement {
         let limit = LinkLimit::Link;
-        Measurement { throughput, rtt_us: base_rtt_us, base_rtt_us, ..crate::link::verdict::test_measurement(limit) }
+        Measurement {
+            throughput,
+            rtt_us: base_rtt_us,
+            base_rtt_us,
+            ..crate::link::measurement::test_measurement(limit)
+        }
     }
 
     #[test]

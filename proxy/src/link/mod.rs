@@ -9,7 +9,10 @@
 //! - `loss`: what the socket shows of loss, duplication and reordering, and the
 //!   Mathis bound a loss-limited transfer meets;
 //! - `events`: the probes' own channel ([`LinkSink`]) and its collector;
-//! - `verdict`: [`Links`], the verdicts kept for reports, with their words;
+//! - `measurement`: what a transfer measured and the [`LinkLimit`] it was judged to hit,
+//!   the vocabulary the others share;
+//! - `verdict`: [`Links`], the verdicts kept for reports, with their words; `emulated`: the
+//!   words when the emulated link (`inject`) held the transfer;
 //! - `expected`: the configured link held against the measured one, and the host's
 //!   buffer ceilings checked again once a path is measured;
 //! - `sysctl`: the host's TCP buffer limits, checked at start-up.
@@ -18,6 +21,7 @@ mod emulated;
 mod events;
 mod expected;
 mod loss;
+mod measurement;
 mod probe;
 pub mod sysctl;
 mod transfer;
@@ -29,10 +33,11 @@ use rttscope_config::Config;
 pub use events::{LinkEvent, LinkSink, collect};
 pub use expected::Expected;
 pub use loss::{Loss, mathis_bound};
+pub use measurement::{LinkLimit, Measurement};
 pub use probe::{Due, Probe, ProbeSettings};
 pub use sysctl::Sysctls;
 pub use transfer::TransferTracker;
-pub use verdict::{LinkLimit, LinkVerdict, Links, Measurement};
+pub use verdict::{LinkVerdict, Links};
 
 fn unknown() -> String {
     "unknown".to_owned()

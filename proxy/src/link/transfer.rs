@@ -5,19 +5,12 @@
 //! that held it back. Pure logic: the relay feeds it times and samples.
 
 use super::loss::Loss;
-use super::verdict::{LinkLimit, Measurement};
+use super::measurement::{LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed};
 use crate::socket::{LinkSample, LossCounters};
 
 /// Shares of a transfer's time that decide a verdict.
 const CLIENT_READER_SHARE: f64 = 0.25;
 const SERVER_PAUSE_SHARE: f64 = 0.25;
-/// Holding off for the client cost a transfer time only when the server then had to wait
-/// (the window closed) or when the response's end waited for the client after the kernel
-/// had it all (this share of the transfer or more). Otherwise the path kept delivering
-/// meanwhile and rttscope caught up: over the emulator a reader that lagged in bursts (held
-/// off 17-28 % of the time) still left the transfer at 88-92 % of the link, with tails of
-/// about a millisecond, where one reading at 40 % of the link left tails of 16-24 %.
-pub(super) const READER_TAIL_SHARE: f64 = 0.1;
 
 /// Over the emulator (20 ms, 100 Mbit/s) servers held to 16-128 KiB of send
 /// buffer left the pipe 61-76 % idle; link-limited 22 MB transfers 2-28 %,
@@ -30,13 +23,6 @@ const WINDOW_IDLE_SHARE: f64 = 0.4;
 /// its bound, a BBR one 9 ×), nor far below it (then something else held the sender lower:
 /// a 4 KiB receive buffer with the same loss carried 0.07 × its bound).
 const LOSS_BOUND: std::ops::RangeInclusive<f64> = 0.4..=1.5;
-/// Fewer loss events than this say nothing about a rate.
-pub(super) const MIN_LOSS_EVENTS: u32 = 3;
-/// A transfer this many times faster than the Mathis bound of its own loss rate was not held
-/// by loss: its drops came in a few bursts, a full bottleneck queue overflowing as the sender
-/// probed it (over the emulator, autotuned Reno transfers carried 3.9-4.5 × the bound of the
-/// slow-start drops they met, at 79 of 100 Mbit/s). Above `LOSS_BOUND`'s end, with margin.
-pub(super) const LOSS_OUTRUN: f64 = 2.0;
 /// A loss-limited Reno carries about its Mathis bound (over the emulator 1.1-1.2 ×). A
 /// transfer under this share of it, in a window's bursts, was held lower than loss alone
 /// would have: a window bound it first (the matrix's 16 KiB send buffer with 1 % loss or
@@ -51,12 +37,6 @@ const WINDOW_NEVER_FILLED: u64 = 4;
 const LOSS_STALL_SHARE: f64 = 0.05;
 /// Small responses judged together for the `latency` verdict.
 const LATENCY_WINDOW: u64 = 1000;
-
-/// Whether the window rttscope advertised right after a hold-off was shut: under two
-/// segments (the kernel advertises none smaller).
-pub(super) fn window_closed(window_after_hold: Option<u64>, mss: u32) -> bool {
-    window_after_hold.is_some_and(|w| w < 2 * u64::from(mss.max(1)))
-}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Transfer {

@@ -4,116 +4,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
-
 use super::emulated;
 use super::expected::{Expected, HostCheck};
-use super::loss::Loss;
+use super::measurement::{LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed};
 use super::sysctl::Sysctls;
-use super::transfer::{LOSS_OUTRUN, MIN_LOSS_EVENTS, READER_TAIL_SHARE, window_closed};
 use crate::human::{bytes, count, counted, rate, us};
 use crate::inject::EmulatedLink;
-
-/// The limits, named as reports and metrics name them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkLimit {
-    /// The path's bandwidth (the good case).
-    Link,
-    /// Our side's receive window.
-    ReceiveWindow,
-    /// The server sends at most a fixed window per RTT.
-    Sender,
-    /// The application behind rttscope reads too slowly.
-    ClientReader,
-    /// Small responses: round trips dominate.
-    Latency,
-    /// The server pauses with an empty pipe.
-    Server,
-    /// Lost segments: the sender's window is what its loss rate allows (the Mathis bound).
-    Loss,
-}
-
-impl LinkLimit {
-    /// Every limit, in the order metrics list them.
-    pub const ALL: [LinkLimit; 7] = [
-        LinkLimit::Link,
-        LinkLimit::ReceiveWindow,
-        LinkLimit::Sender,
-        LinkLimit::ClientReader,
-        LinkLimit::Latency,
-        LinkLimit::Server,
-        LinkLimit::Loss,
-    ];
-
-    /// The snake_case name used in reports, logs and the `limit` metric label.
-    pub fn name(self) -> &'static str {
-        match self {
-            LinkLimit::Link => "link",
-            LinkLimit::ReceiveWindow => "receive_window",
-            LinkLimit::Sender => "sender",
-            LinkLimit::ClientReader => "client_reader",
-            LinkLimit::Latency => "latency",
-            LinkLimit::Server => "server",
-            LinkLimit::Loss => "loss",
-        }
-    }
-}
-
-impl std::fmt::Display for LinkLimit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What the relay measured about one transfer (or a run of small responses).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Measurement {
-    /// The one limit that held the transfer back.
-    pub limit: LinkLimit,
-    /// A second limit that bound at the same time (loss under a window limit).
-    pub secondary: Option<LinkLimit>,
-    /// What the transfer showed of loss, duplication and reordering.
-    pub loss: Loss,
-    /// The response's MySQL packet bytes, headers included; 0 for a `latency` judgement.
-    pub bytes: u64,
-    /// First to last read of the response, µs; for `latency`, the small responses' time summed.
-    pub duration_us: u64,
-    /// Bytes per second.
-    pub throughput: u64,
-    /// Mean smoothed RTT (`tcpi_rtt`) over the transfer's readings, µs.
-    pub rtt_us: u32,
-    /// Least `tcpi_min_rtt` seen during the transfer, µs: what a round trip costs with empty queues.
-    pub base_rtt_us: u32,
-    /// Bytes delivered per round trip: the effective window.
-    pub bytes_per_rtt: u64,
-    /// Largest receive window we advertised.
-    pub advertised_window: u64,
-    /// Largest SO_RCVBUF seen during the transfer, bytes (autotuning grows it).
-    pub receive_buffer: u64,
-    /// Time the pipe stood empty for less than a round trip between reads, µs: a window waiting for ACKs.
-    pub idle_us: u64,
-    /// Time rttscope stopped reading upstream because the client lagged.
-    pub held_off_us: u64,
-    /// The smallest receive window rttscope advertised at a reading right after it resumed
-    /// reading for the client, bytes; `None` without a hold-off (or a reading after one).
-    pub window_after_hold: Option<u64>,
-    /// Time rttscope went on reading the response after the kernel had taken in all of it,
-    /// µs (to a reading's resolution): what the client's pace added to the end of the transfer.
-    pub reader_tail_us: u64,
-    /// Gaps of several RTTs with nothing in flight: the server producing the result.
-    pub server_pauses: u32,
-    /// Their time, µs.
-    pub server_pause_us: u64,
-    /// `TCP_INFO` readings taken during the transfer.
-    pub samples: u32,
-    /// Client waits in the response (for `latency`, over the small responses judged).
-    pub round_trips: u64,
-    /// Time the emulated link (`inject`) held the transfer, µs: rttscope waiting for room in
-    /// a buffer full of bytes the link had yet to let go, and the link's delivery of the
-    /// last bytes after the server's. 0 without an emulated link.
-    pub emulated_us: u64,
-}
 
 /// A measurement with its connection, time and words.
 #[derive(Clone, Debug, PartialEq)]
@@ -404,36 +300,11 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
     Some((format!("; {}: harmless, they did not limit this transfer{outran}", seen.join(", ")), String::new()))
 }
 
-/// A transfer for tests to vary: 1 MiB in 100 ms over a 1 ms path, a 1 MiB window.
-#[cfg(test)]
-pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
-    Measurement {
-        limit,
-        secondary: None,
-        loss: Default::default(),
-        bytes: 1 << 20,
-        duration_us: 100_000,
-        throughput: 10_485_760,
-        rtt_us: 1_000,
-        base_rtt_us: 1_000,
-        bytes_per_rtt: 10_485,
-        advertised_window: 1 << 20,
-        receive_buffer: 2 << 20,
-        idle_us: 0,
-        held_off_us: 0,
-        window_after_hold: None,
-        reader_tail_us: 0,
-        server_pauses: 1,
-        server_pause_us: 50_000,
-        samples: 100,
-        round_trips: 1,
-        emulated_us: 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::link::loss::Loss;
+    use crate::link::measurement::test_measurement;
 
     fn measurement(limit: LinkLimit) -> Measurement {
         test_measurement(limit)
