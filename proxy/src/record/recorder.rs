@@ -116,8 +116,11 @@ pub struct Recorder {
     mode: SqlMode,
     /// Holds each finished record until a reading says whether it waited for a retransmission.
     retransmits: RetransmissionWatch,
-    /// A finished record whose response's end an emulated link still holds: it goes on when
-    /// the link lets that end go, with how late it went.
+    /// The command whose response's end the emulated link still held when it finished
+    /// (`request_us`, `last_byte_us`): its record waits, once settled, for that end to go.
+    held_end: Option<(u64, u64)>,
+    /// That record, settled: it goes on when the link lets the end go, with how late it went
+    /// (or with whatever happens next on the connection).
     awaiting_release: Option<Box<CommandRecord>>,
     /// Round trips the login paid before its auth exchange: the upstream TCP handshake, the
     /// greeting, and the upstream TLS handshake if any.
@@ -154,6 +157,7 @@ impl Recorder {
             unnamed: Arc::from(""),
             mode: SqlMode::default(),
             retransmits: RetransmissionWatch::default(),
+            held_end: None,
             awaiting_release: None,
             setup_round_trips: SETUP_ROUND_TRIPS,
         }
@@ -246,10 +250,11 @@ impl Recorder {
 
     /// Sends the record held for a reading that did not come before something else did.
     fn send_held(&mut self) {
-        if let Some(record) = self.awaiting_release.take() {
-            self.settle(record);
-        }
         if let Some(record) = self.retransmits.flush() {
+            self.emit(record);
+        }
+        self.held_end = None;
+        if let Some(record) = self.awaiting_release.take() {
             self.sink.send(Event::Command(record));
         }
     }
@@ -258,7 +263,18 @@ impl Recorder {
     /// earlier one to send.
     fn settle(&mut self, record: Box<CommandRecord>) {
         if let Some(ready) = self.retransmits.finished(record) {
-            self.sink.send(Event::Command(ready));
+            self.emit(ready);
+        }
+    }
+
+    /// A settled record: sent, unless the emulated link still holds its response's end.
+    fn emit(&mut self, record: Box<CommandRecord>) {
+        if self.held_end == Some((record.request_us, record.last_byte_us)) {
+            if let Some(earlier) = self.awaiting_release.replace(record) {
+                self.sink.send(Event::Command(earlier));
+            }
+        } else {
+            self.sink.send(Event::Command(record));
         }
     }
 
@@ -426,14 +442,9 @@ impl Observer for Recorder {
         record.error = s.error.map(|e| e.code);
         record.unparsed = s.unparsed;
         self.registry_answered(&mut record, prepare, prepared_columns, s);
-        if self.hold_us > 0 {
-            // Its end is held on the emulated link: it goes on once that end is out.
-            if let Some(earlier) = self.awaiting_release.replace(record) {
-                self.settle(earlier);
-            }
-        } else {
-            self.settle(record);
-        }
+        // Its end is held on the emulated link: once settled, it goes on when that end is out.
+        self.held_end = (self.hold_us > 0).then_some((record.request_us, record.last_byte_us));
+        self.settle(record);
         self.attribute_front();
         // The next command in line, if pipelined, is the one in flight now.
         if let Some(text) = self.in_flight.front().map(|next| next.record.text.clone()) {
@@ -461,11 +472,12 @@ impl Tap for Recorder {
             }
             // The response's end reached the client that much later.
             Direction::ToClient => {
+                self.held_end = None;
                 if let Some(mut record) = self.awaiting_release.take() {
                     record.late_us += late_us;
                     record.injected_us += late_us;
                     record.last_byte_us += late_us;
-                    self.settle(record);
+                    self.sink.send(Event::Command(record));
                 }
             }
         }
@@ -517,7 +529,7 @@ impl Tap for Recorder {
 
     fn loss_counters(&mut self, counters: &LossCounters) {
         if let Some(record) = self.retransmits.counters(counters) {
-            self.sink.send(Event::Command(record));
+            self.emit(record);
         }
     }
 
