@@ -1,7 +1,7 @@
 //! The recorder's attribution of prepared-statement traffic, driven as the state machine drives
 //! it: commands in the order the client sent them, answers in order. Each sequence is one a
 //! real driver sends (or a server allows): the execution must land on the statement the
-//! server ran.
+//! server ran. And the recorder's time over an emulated link, as the relay tells it.
 
 use std::sync::Arc;
 
@@ -286,4 +286,28 @@ async fn any_pipeline_settles_once_answered() {
         assert_eq!((rig.recorder.unsettled, rig.recorder.in_flight.len()), (0, 0));
         assert!(rig.records().await.iter().all(|r| r.fingerprint != UNNAMED));
     }
+}
+
+/// Over an emulated link, what the link added is what it measured, both ways: the hold its
+/// settings gave and how late the relay let the bytes go (timers on a busy machine). That
+/// lateness is the link's time, never the server's, and the response's end is when the client
+/// got it. Before, a late request counted as the server's time and a late answer not at all.
+#[tokio::test]
+async fn an_emulated_links_lateness_is_the_links_time() {
+    let mut rig = Rig::new();
+    // The request arrives at 1,000 µs, due upstream 7.5 ms later, and goes 2 ms late.
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
+    rig.send(COM_QUERY, b"SELECT 1");
+    rig.recorder.released_late(Direction::ToUpstream, 2_000);
+    // The answer arrives at 12,000 µs, due at the client at 19,500, and goes 1 ms late.
+    rig.recorder.arrived(Direction::ToClient, 12_000, 19_500, 20);
+    rig.answer(COM_QUERY, 1, None, false);
+    rig.recorder.released_late(Direction::ToClient, 1_000);
+    let records = rig.records().await;
+    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!((r.request_us, r.last_byte_us), (1_000, 20_500));
+    assert_eq!((r.injected_us, r.late_us), (7_500 + 7_500 + 3_000, 3_000));
+    // What is left is the server's: from the request's real arrival upstream (10.5 ms) to
+    // its answer's (12 ms).
+    assert_eq!(r.latency_us() - r.injected_us, 1_500);
 }
