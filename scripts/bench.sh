@@ -3,7 +3,8 @@
 # HAProxy, the peer), in one run, side by side; and rttscope's instructions per round trip
 # under callgrind. Flags go to rttscope-bench (`scripts/bench.sh --help`; `--quick` for a
 # smoke run). Prints the table and writes target/bench/latest.md and latest.json.
-# `scripts/bench.sh --matrix [FLAGS]` runs the link matrix instead (link-matrix --help).
+# `scripts/bench.sh --matrix [FLAGS]` runs the link matrix instead (link-matrix --help);
+# `scripts/bench.sh --whatif [--quick]` the what-if accuracy suite (whatif-accuracy --help).
 # Starts a private MariaDB unless RTTSCOPE_TEST_MYSQL_URL names one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,6 +25,15 @@ if [ "${1:-}" = "--matrix" ]; then
   echo "==> running the link matrix" >&2
   export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh --matrix${*:+ $*}"
   exec cargo run --quiet -p rttscope-benches --bin link-matrix -- "$@"
+fi
+
+# `scripts/bench.sh --whatif [--quick]` runs the what-if accuracy suite instead: rttscope's
+# projections against runs measured over emulated links (whatif-accuracy --help). Built like
+# the tests (the dev profile): it checks a model, not a speed.
+if [ "${1:-}" = "--whatif" ]; then
+  shift
+  echo "==> running the what-if accuracy suite" >&2
+  exec cargo run --quiet -p rttscope-benches --bin whatif-accuracy -- "$@"
 fi
 
 # The bench's own tools, kept out of install-deps.sh so the tests' dependencies stay lean:

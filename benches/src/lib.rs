@@ -16,6 +16,8 @@
 //!   network conditions over the test WAN, each cell's verdict from rttscope.
 //! - [`soak`]: the soak (`rttscope-soak`): many connections for a long while, memory and
 //!   descriptors sampled.
+//! - [`whatif`]: the what-if accuracy suite (`whatif-accuracy`, `scripts/bench.sh --whatif`):
+//!   projections held against runs measured over the links they project onto.
 //!
 //! The codec micro-benchmarks are in `benches/codec.rs` (`cargo bench -p rttscope-benches`).
 
@@ -31,6 +33,7 @@ pub mod run;
 pub mod scenario;
 pub mod soak;
 pub mod stats;
+pub mod whatif;
 pub mod workload;
 
 pub use options::Options;

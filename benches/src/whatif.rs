@@ -1,0 +1,291 @@
+//! The what-if accuracy suite (`whatif-accuracy`, `scripts/bench.sh --whatif`): rttscope's
+//! projections held against runs measured over the link they project onto.
+//!
+//! Each workload runs through rttscope four times over: once on the plain path, projected onto
+//! every cell (RTT × bandwidth); once over an emulated 15 ms link (the rehearsal), projected the
+//! same way; and once per cell over that cell's emulated link (`inject`), measured. A cell's
+//! error is projected over measured, minus one, of the recording's wall time in commands
+//! (`what_if[].recording.projected_us` against the measured run's `totals.busy_us`): the same
+//! figure reports show, for every workload alike (a 40 MB read has no finding, a loop does).
+//! Each workload runs against its own rttscope, so a recording is that workload and its logins.
+//! The target is the issue's: median |error| ≤ 10 % and worst ≤ 20 % in every row.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use mysql_async::Conn;
+use mysql_async::prelude::*;
+use rttscope::report::Report;
+use rttscope_config::{Bandwidth, Config, HumanDuration, Scenario};
+use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use serde::Serialize;
+
+use crate::stats::median;
+
+/// One link a projection is checked on.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cell {
+    pub rtt_ms: u64,
+    /// `None`: unlimited.
+    pub mbit: Option<u64>,
+}
+
+impl Cell {
+    fn name(&self) -> String {
+        match self.mbit {
+            Some(m) => format!("{} ms, {m} Mbit/s", self.rtt_ms),
+            None => format!("{} ms", self.rtt_ms),
+        }
+    }
+
+    fn scenario(&self) -> Scenario {
+        Scenario {
+            name: self.name(),
+            rtt: HumanDuration::from_millis(self.rtt_ms),
+            bandwidth: self.mbit.and_then(|m| Bandwidth::new(m * 1_000_000)),
+        }
+    }
+}
+
+/// The workloads of the issue, each small enough that the 80 ms cells stay within seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Workload {
+    /// A parent, then one lookup per row, on one connection.
+    NPlusOne,
+    /// The same lookups handed round a pool of four, one at a time.
+    NPlusOnePool,
+    /// `LIMIT/OFFSET` pages read one after another.
+    Paging,
+    /// Single-row INSERTs one after another.
+    Inserts,
+    /// One large result.
+    LargeRead,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 5] =
+        [Workload::NPlusOne, Workload::NPlusOnePool, Workload::Paging, Workload::Inserts, Workload::LargeRead];
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::NPlusOne => "N+1, one connection",
+            Workload::NPlusOnePool => "N+1, pool of 4",
+            Workload::Paging => "LIMIT/OFFSET paging",
+            Workload::Inserts => "single-row INSERTs",
+            Workload::LargeRead => "large read",
+        }
+    }
+}
+
+/// How much the suite measures.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub cells: Vec<Cell>,
+    /// Lookups, pages and INSERTs per workload run.
+    pub repeats: u32,
+    /// Rows of 1,000 bytes in the large read.
+    pub large_rows: u32,
+    /// The RTT of the rehearsal run, projected onto every cell too.
+    pub rehearsal_ms: u64,
+}
+
+impl Plan {
+    pub fn new(quick: bool) -> Plan {
+        let rtts: &[u64] = if quick { &[5, 20] } else { &[1, 5, 20, 80] };
+        let cells = rtts.iter().flat_map(|&rtt_ms| [None, Some(34)].map(|mbit| Cell { rtt_ms, mbit })).collect();
+        Plan {
+            cells,
+            repeats: if quick { 20 } else { 60 },
+            large_rows: if quick { 4_000 } else { 40_000 },
+            rehearsal_ms: 15,
+        }
+    }
+}
+
+/// One workload's errors, cell by cell, from the plain run and from the rehearsal.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub workload: Workload,
+    /// Measured wall time in commands per cell, µs.
+    pub measured_us: Vec<u64>,
+    /// Projected from the plain run, µs.
+    pub from_plain_us: Vec<u64>,
+    /// Projected from the rehearsal, µs.
+    pub from_rehearsal_us: Vec<u64>,
+}
+
+fn error(projected: u64, measured: u64) -> f64 {
+    projected as f64 / measured.max(1) as f64 - 1.0
+}
+
+impl Row {
+    fn errors(&self, projected: &[u64]) -> Vec<f64> {
+        projected.iter().zip(&self.measured_us).map(|(&p, &m)| error(p, m)).collect()
+    }
+
+    /// Median and worst |error| of a set of projections.
+    fn summary(&self, projected: &[u64]) -> (f64, f64) {
+        let abs: Vec<f64> = self.errors(projected).iter().map(|e| e.abs()).collect();
+        (median(&abs).unwrap_or(f64::NAN), abs.iter().copied().fold(0.0, f64::max))
+    }
+}
+
+/// Runs the suite against the shared test database.
+pub async fn run(plan: &Plan) -> Result<Vec<Row>> {
+    let db = TestDb::shared();
+    prepare(db, plan).await?;
+    let mut rows = Vec::new();
+    for workload in Workload::ALL {
+        eprintln!("whatif: {}", workload.name());
+        let plain = recorded(plan, workload, None).await?;
+        let rehearsal = recorded(plan, workload, Some(Cell { rtt_ms: plan.rehearsal_ms, mbit: None })).await?;
+        let mut measured_us = Vec::new();
+        for cell in &plan.cells {
+            measured_us.push(recorded(plan, workload, Some(*cell)).await?.totals.busy_us);
+        }
+        let projected = |r: &Report| r.what_if.iter().map(|w| w.recording.projected_us).collect::<Vec<_>>();
+        rows.push(Row {
+            workload,
+            measured_us,
+            from_plain_us: projected(&plain),
+            from_rehearsal_us: projected(&rehearsal),
+        });
+    }
+    Ok(rows)
+}
+
+/// The workload through a fresh rttscope over `link` (none: the plain path), projected onto
+/// every cell; its report once every command is recorded.
+async fn recorded(plan: &Plan, workload: Workload, link: Option<Cell>) -> Result<Report> {
+    let mut config: Config = test_config();
+    config.findings.scenarios = plan.cells.iter().map(Cell::scenario).collect();
+    if let Some(cell) = link {
+        config.inject.rtt = HumanDuration::from_millis(cell.rtt_ms);
+        config.inject.bandwidth = cell.mbit.and_then(|m| Bandwidth::new(m * 1_000_000));
+    }
+    let proxy = TestProxy::with_config(config);
+    let commands = drive(&proxy, plan, workload).await?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let report = proxy.state().report();
+        if report.totals.commands >= commands {
+            return Ok(report);
+        }
+        anyhow::ensure!(std::time::Instant::now() < deadline, "{commands} commands not all recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn connect(proxy: &TestProxy) -> Result<Conn> {
+    Ok(Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await?)
+}
+
+/// Runs `workload` through `proxy`; the commands rttscope will have recorded for it (logins,
+/// the driver's own first query, the workload's statements; quits excepted, being sent last).
+async fn drive(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<u64> {
+    let n = plan.repeats;
+    let connections = if workload == Workload::NPlusOnePool { 4 } else { 1 };
+    let mut pool = Vec::new();
+    for _ in 0..connections {
+        pool.push(connect(proxy).await?);
+    }
+    let statements = match workload {
+        Workload::NPlusOne | Workload::NPlusOnePool => {
+            let ids: Vec<u32> = pool[0].query(format!("SELECT id FROM wif_customers ORDER BY id LIMIT {n}")).await?;
+            for (i, id) in ids.iter().enumerate() {
+                let _: Option<u32> =
+                    pool[i % connections].query_first(format!("SELECT total FROM wif_orders WHERE id = {id}")).await?;
+            }
+            1 + u64::from(n)
+        }
+        Workload::Paging => {
+            for page in 0..n {
+                let _: Vec<u32> = pool[0]
+                    .query(format!("SELECT id FROM wif_orders ORDER BY id LIMIT 50 OFFSET {}", page * 50))
+                    .await?;
+            }
+            u64::from(n)
+        }
+        Workload::Inserts => {
+            for i in 0..n {
+                pool[0].query_drop(format!("INSERT INTO wif_audit (customer_id, note) VALUES ({i}, 'seen')")).await?;
+            }
+            u64::from(n)
+        }
+        Workload::LargeRead => {
+            let rows: Vec<String> =
+                pool[0].query(format!("SELECT REPEAT('x', 1000) FROM seq_1_to_{}", plan.large_rows)).await?;
+            anyhow::ensure!(rows.len() == plan.large_rows as usize, "the large read came back short");
+            1
+        }
+    };
+    for conn in pool {
+        conn.disconnect().await?;
+    }
+    // Each login is two commands to rttscope (the connection and mysql_async's first query).
+    Ok(statements + 2 * connections as u64)
+}
+
+async fn prepare(db: &TestDb, plan: &Plan) -> Result<()> {
+    let mut conn = Conn::new(db.opts(NATIVE.user, NATIVE.password)).await.context("the test database")?;
+    let n = plan.repeats.max(1_000);
+    for sql in [
+        format!("CREATE OR REPLACE TABLE wif_customers (id INT PRIMARY KEY) SELECT seq AS id FROM seq_1_to_{n}"),
+        format!(
+            "CREATE OR REPLACE TABLE wif_orders (id INT PRIMARY KEY, total INT) SELECT seq AS id, seq AS total FROM seq_1_to_{}",
+            50 * n
+        ),
+        "CREATE OR REPLACE TABLE wif_audit (customer_id INT, note CHAR(10))".to_owned(),
+    ] {
+        conn.query_drop(sql).await?;
+    }
+    conn.disconnect().await?;
+    Ok(())
+}
+
+/// The table: a row per workload and source (plain, rehearsal), a column per cell, then the
+/// median and worst |error| and whether the row meets the target.
+pub fn markdown(plan: &Plan, rows: &[Row]) -> String {
+    let mut out = String::from("| workload | projected from |");
+    for cell in &plan.cells {
+        out.push_str(&format!(" {} |", cell.name()));
+    }
+    out.push_str(" median \\|error\\| | worst | met (≤ 10 %, ≤ 20 %) |\n|---|---|");
+    out.push_str(&"---|".repeat(plan.cells.len() + 3));
+    out.push('\n');
+    for row in rows {
+        for (source, projected) in [
+            ("plain run", &row.from_plain_us),
+            (&*format!("{} ms rehearsal", plan.rehearsal_ms), &row.from_rehearsal_us),
+        ] {
+            out.push_str(&format!("| {} | {source} |", row.workload.name()));
+            for e in row.errors(projected) {
+                out.push_str(&format!(" {:+.1} % |", 100.0 * e));
+            }
+            let (med, worst) = row.summary(projected);
+            let met = med <= 0.10 && worst <= 0.20;
+            out.push_str(&format!(
+                " {:.1} % | {:.1} % | {} |\n",
+                100.0 * med,
+                100.0 * worst,
+                if met { "yes" } else { "**no**" }
+            ));
+        }
+    }
+    out.push_str("\nMeasured (wall time in commands, the workload over each emulated link):\n\n| workload |");
+    for cell in &plan.cells {
+        out.push_str(&format!(" {} |", cell.name()));
+    }
+    out.push_str("\n|---|");
+    out.push_str(&"---|".repeat(plan.cells.len()));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&format!("| {} |", row.workload.name()));
+        for m in &row.measured_us {
+            out.push_str(&format!(" {} |", rttscope::human::us(*m)));
+        }
+        out.push('\n');
+    }
+    out
+}
