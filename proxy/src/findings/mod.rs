@@ -282,6 +282,8 @@ pub struct Finding {
     pub commands_us: u64,
     /// Of `commands_us`, what an emulated link added.
     pub injected_us: u64,
+    /// Round trips slow start adds to its commands' responses.
+    pub slow_start_rounds: u64,
     /// Bytes on the long hop's wire, both ways, over all occurrences.
     pub bytes: u64,
     /// Rows returned over all occurrences.
@@ -327,6 +329,7 @@ impl Finding {
         self.busy.absorb(&other.busy);
         self.commands_us += other.commands_us;
         self.injected_us += other.injected_us;
+        self.slow_start_rounds += other.slow_start_rounds;
         self.bytes += other.bytes;
         self.rows += other.rows;
         match (&mut self.detail, &other.detail) {
@@ -377,6 +380,7 @@ impl Finding {
             bytes: self.bytes,
             observed_rtt_us: u64::from(self.rtt_us),
             injected_us: self.injected_us,
+            slow_start_rounds: self.slow_start_rounds,
         }
     }
 }

@@ -7,7 +7,9 @@
 //! target link every round trip pays its RTT on top of that base. Commands that overlapped on
 //! several connections overlap there as they did here: the connection-time is scaled by the
 //! share of it the wall clock saw. Bytes pay the target bandwidth once, whatever the
-//! overlap, as they share the one link.
+//! overlap, as they share the one link; a large response cannot go faster than TCP's slow
+//! start lets it either, a round trip for each doubling of the window from the kernel's
+//! initial ten segments — what a 40 MB result costs over a long link of any bandwidth.
 
 use rttscope_config::Scenario;
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,9 @@ pub struct Measured {
     pub observed_rtt_us: u64,
     /// Of `commands_us`, what an emulated link added, as measured.
     pub injected_us: u64,
+    /// Round trips slow start adds to the responses, summed
+    /// ([`CommandRecord::slow_start_rounds`](crate::record::CommandRecord::slow_start_rounds)).
+    pub slow_start_rounds: u64,
 }
 
 impl Measured {
@@ -83,10 +88,12 @@ fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
     bandwidth_bps.filter(|&bw| bw > 0).map_or(0, |bw| (u128::from(bytes) * 8_000_000 / u128::from(bw)) as u64)
 }
 
-/// Projected wall time over a link of `rtt_us` and `bandwidth_bps`.
+/// Projected wall time over a link of `rtt_us` and `bandwidth_bps`: the transfer takes what
+/// the bandwidth or slow start allows, whichever is slower.
 pub fn project(m: Measured, rtt_us: u64, bandwidth_bps: Option<u64>) -> u64 {
     let commands = m.base_commands_us().saturating_add(m.round_trips.saturating_mul(rtt_us));
-    m.as_wall(commands).saturating_add(transfer_us(m.bytes, bandwidth_bps))
+    let transfer = transfer_us(m.bytes, bandwidth_bps).max(m.slow_start_rounds.saturating_mul(rtt_us));
+    m.as_wall(commands).saturating_add(transfer)
 }
 
 /// A link in words: `15.00 ms RTT and 34 Mbit/s`.
@@ -123,7 +130,15 @@ mod tests {
     use super::*;
 
     fn measured(commands_us: u64, round_trips: u64, observed_rtt_us: u64, injected_us: u64) -> Measured {
-        Measured { commands_us, wall_us: commands_us, round_trips, bytes: 0, observed_rtt_us, injected_us }
+        Measured {
+            commands_us,
+            wall_us: commands_us,
+            round_trips,
+            bytes: 0,
+            observed_rtt_us,
+            injected_us,
+            slow_start_rounds: 0,
+        }
     }
 
     #[test]
@@ -167,11 +182,21 @@ mod tests {
             bytes: 0,
             observed_rtt_us: 0,
             injected_us: 3_000_000,
+            slow_start_rounds: 0,
         };
         assert_eq!(m.base_us(), 0);
         assert_eq!(project(m, 80_000, None), 4_000_000);
         // Bytes share the one link: 4.25 MB at 34 Mbit/s is a second, overlap or not.
         let m = Measured { bytes: 4_250_000, ..m };
         assert_eq!(project(m, 80_000, Some(34_000_000)), 5_000_000);
+    }
+
+    #[test]
+    fn a_large_result_pays_slow_start_where_the_bandwidth_would_not_hold_it() {
+        // 40 MB, read in 270 ms here: at 80 ms over a link of no limit, eleven more round trips;
+        // at 34 Mbit/s, the bandwidth's 9.4 s.
+        let m = Measured { bytes: 40_000_000, slow_start_rounds: 11, ..measured(270_000, 1, 0, 0) };
+        assert_eq!(project(m, 80_000, None), 270_000 + 80_000 + 11 * 80_000);
+        assert_eq!(project(m, 80_000, Some(34_000_000)), 270_000 + 80_000 + 40_000_000 * 8_000_000 / 34_000_000);
     }
 }

@@ -28,6 +28,15 @@ impl Values {
     }
 }
 
+/// TCP's initial window: ten segments of a 1,448-byte MSS (Linux's `initcwnd`).
+const INITIAL_WINDOW: u64 = 10 * 1448;
+
+/// [`CommandRecord::slow_start_rounds`] of a response of `bytes`.
+fn slow_start_rounds(bytes: u64) -> u64 {
+    // k rounds carry INITIAL_WINDOW × (2^k − 1): the fewest that carry `bytes`, less the first.
+    u64::from((bytes.saturating_sub(1) / INITIAL_WINDOW + 1).ilog2())
+}
+
 /// One command and its response. The default is empty: connection 0, no statement.
 #[derive(Clone, Debug, Default)]
 pub struct CommandRecord {
@@ -203,6 +212,14 @@ impl CommandRecord {
         self.injected_us.min(self.latency_us())
     }
 
+    /// Round trips TCP's slow start adds to this command's response beyond the first: a
+    /// round trip for each doubling of the window from the kernel's initial ten segments
+    /// (`initcwnd`) until it carried the response — 0 up to 14 KB, 11 for 40 MB. Over a link
+    /// whose bandwidth holds the response longer, that is the bandwidth's time instead.
+    pub fn slow_start_rounds(&self) -> u64 {
+        slow_start_rounds(self.wire().1)
+    }
+
     /// Time from request to first response byte: the server's work plus one round trip.
     pub fn first_byte_latency_us(&self) -> Option<u64> {
         self.first_byte_us.map(|t| t.saturating_sub(self.request_us))
@@ -212,6 +229,12 @@ impl CommandRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn slow_start_takes_a_round_trip_per_doubling_of_ten_segments() {
+        let rounds = [0, 1_000, 14_480, 14_481, 3 * 14_480, 3 * 14_480 + 1, 40_000_000].map(slow_start_rounds);
+        assert_eq!(rounds, [0, 0, 0, 1, 1, 2, 11]);
+    }
 
     /// A recycled record, reset, is exactly a new one: nothing of the command it carried
     /// before survives into the next.

@@ -422,6 +422,7 @@ fn what_if(a: &Aggregates, t: &Totals, scenarios: &[Scenario]) -> Vec<WhatIfRepo
         bytes: t.wire_up + t.wire_down,
         observed_rtt_us: u64::from(a.rtt_us),
         injected_us: t.injected_us,
+        slow_start_rounds: t.slow_start_rounds,
     };
     projections(recording, scenarios)
         .into_iter()
@@ -437,6 +438,7 @@ fn what_if(a: &Aggregates, t: &Totals, scenarios: &[Scenario]) -> Vec<WhatIfRepo
                         bytes: c.wire_up + c.wire_down,
                         observed_rtt_us: u64::from(c.rtt_us),
                         injected_us: c.injected_us,
+                        slow_start_rounds: c.slow_start_rounds,
                     };
                     ConnectionProjection {
                         id: c.id,

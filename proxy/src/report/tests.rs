@@ -200,6 +200,7 @@ pub(super) fn full_report() -> Report {
             unparsed: 1,
             inject_late_us: 3_200,
             inject_lateness: LatencySummary { p50: 20, p95: 300, p99: 410, max: 900, sum: 3_200 },
+            slow_start_rounds: 4,
         },
         queries: vec![QueryReport {
             fingerprint: HOSTILE_SQL.into(),
