@@ -18,6 +18,21 @@ pub struct LimitsConfig {
     /// gets a MySQL error packet (1429, HY000) naming the upstream and the reason.
     /// Greater than 0. Default `5s`.
     pub connect_timeout: HumanDuration,
+    /// Most connections in the connection phase at once: from the upstream dial to the end
+    /// of the login. Each holds one server connection (and one of the server's
+    /// `max_connections`) before its client has proven anything, so this bounds what
+    /// clients that have not logged in can take from the server. A newcomer past it waits
+    /// for a slot for up to `connect_timeout`, then gets 1040; while newcomers wait, a client
+    /// that has kept rttscope waiting for 250 ms or more (for its answer to the greeting, its
+    /// TLS handshake) gives its slot up. Effectively at most `max_connections`. At least 1.
+    /// Default `64`: well below both rttscope's `max_connections` and the server's (151
+    /// by default).
+    pub max_connecting: u32,
+    /// How long a client has to answer the server's greeting (its first packet: the
+    /// handshake response or an SSLRequest). A MySQL client answers at once; a socket that
+    /// says nothing holds a server connection meanwhile. Greater than 0, at most
+    /// `handshake_timeout`. Default `2s`.
+    pub first_byte_timeout: HumanDuration,
     /// How long each step of the connection phase may take once the server is reached
     /// and has greeted (the client's answer, each TLS handshake, the login exchange); a
     /// client still listening is told which step stalled. Greater than 0. Default `10s`.
@@ -52,6 +67,8 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_connections: 1024,
             connect_timeout: HumanDuration::from_secs(5),
+            max_connecting: 64,
+            first_byte_timeout: HumanDuration::from_secs(2),
             handshake_timeout: HumanDuration::from_secs(10),
             idle_timeout: HumanDuration::from_secs(8 * 3600),
             query_timeout: HumanDuration::from_secs(0),
@@ -67,6 +84,13 @@ impl LimitsConfig {
         c.require(self.max_connections >= 1, "max_connections", "must be at least 1");
         c.require(!self.connect_timeout.is_zero(), "connect_timeout", "must be greater than 0");
         c.require(!self.handshake_timeout.is_zero(), "handshake_timeout", "must be greater than 0");
+        c.require(self.max_connecting >= 1, "max_connecting", "must be at least 1");
+        c.require(!self.first_byte_timeout.is_zero(), "first_byte_timeout", "must be greater than 0");
+        c.require(
+            self.first_byte_timeout <= self.handshake_timeout,
+            "first_byte_timeout",
+            format!("must be at most limits.handshake_timeout ({})", self.handshake_timeout),
+        );
         c.require(self.buffer_budget >= ByteSize::mib(1), "buffer_budget", "must be at least 1MiB");
         c.require(
             self.heap_trim.is_zero() || self.heap_trim >= HumanDuration::from_secs(1),

@@ -90,6 +90,15 @@ async fn run(
         let _ = tcp.set_nodelay(true);
         let _ = super::upstream::keep_alive(tcp, &config.relay);
     }
+    // Held until the connection phase ends: logged in, refused, or relayed unread.
+    let Some(slot) = shared.connecting.enter(config.limits.connect_timeout.0).await else {
+        let refusal =
+            Refusal::TooManyConnecting { max: config.limits.max_connecting.min(config.limits.max_connections) };
+        shared.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
+        let _ = timers::timeout(config.limits.connect_timeout.0, client.write_all(&refusal.packet(0, false))).await;
+        let _ = client.shutdown().await;
+        return Ok(Outcome::Ended(Ending::Refused(refusal)));
+    };
     let (upstream, upstream_addr) =
         match dial(&config.upstream.address, &config.relay, config.limits.connect_timeout.0).await {
             Ok(dialled) => dialled,
@@ -114,14 +123,18 @@ async fn run(
         upstream_tls: shared.upstream_tls.as_ref(),
         compression: config.upstream.compression,
         greeting_timeout: config.limits.connect_timeout.0,
+        first_byte_timeout: config.limits.first_byte_timeout.0,
         timeout: config.limits.handshake_timeout.0,
+        gate: Some(&shared.connecting),
         capture_limit: config.record.max_sql_bytes.0 as usize,
         upstream: config.upstream.address.to_string(),
         peer,
         stats: &shared.stats,
         inject: shared.inject.as_ref().map(|control| (control, conn_id)),
     };
-    let established = match handshake(client, upstream, &settings, tap).await? {
+    let handshake = handshake(client, upstream, &settings, tap).await;
+    drop(slot);
+    let established = match handshake? {
         Handshake::Established(established) => established,
         Handshake::Ended(ending) => return Ok(Outcome::Ended(ending)),
         Handshake::Opaque { mut client, mut upstream } => {

@@ -2,7 +2,8 @@
 //! backpressure, and shutting down without cutting commands off.
 //!
 //! The listeners (TCP and Unix sockets, `listener`) take a connection permit,
-//! then spawn one task per client (`connection`); each task dials the server
+//! then spawn one task per client (`connection`); each task takes a slot of the connection
+//! phase (`connecting`: what clients not yet logged in may hold), dials the server
 //! (`upstream`), runs the connection phase (`handshake`: TLS per leg from `tls`,
 //! a load balancer's PROXY header passed on by `proxy_header`, the login relayed), and then the `pump`, which moves the packet stream
 //! between the two legs (`leg`: TCP, TLS, Unix; `compressed`: the compressed
@@ -15,6 +16,7 @@
 
 mod activity;
 mod compressed;
+mod connecting;
 mod connection;
 mod drain;
 mod error;
@@ -185,6 +187,8 @@ pub(crate) struct Shared {
     pub local: Option<Arc<dyn LocalAnswers>>,
     /// Logged-in connections by the server's id for them, for a KILL's answer to wait on.
     pub kills: Arc<kills::Kills>,
+    /// The connection phase's slots (`limits.max_connecting`).
+    pub(crate) connecting: connecting::Gate,
 }
 
 /// Why the proxy could not start.
@@ -248,6 +252,7 @@ impl Proxy {
         };
         let Observation { events, link_events, live, inject, .. } = observation;
         let config_budget = config.limits.buffer_budget.0;
+        let connecting = connecting::Gate::new(config.limits.max_connecting.min(config.limits.max_connections));
         let shared = Arc::new(Shared {
             config,
             stats: Arc::default(),
@@ -262,6 +267,7 @@ impl Proxy {
             buffers: Arc::new(BufferBudget::new(config_budget)),
             local: None,
             kills: Arc::default(),
+            connecting,
         });
         Ok(Proxy { listeners, shared, next_id: 0 })
     }

@@ -1,0 +1,92 @@
+//! Safe at the edges: what clients that never log in may take from the server, what a
+//! SIGHUP does, and how refusals are logged — through real clients, the real binary and a
+//! real signal.
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, OptsBuilder};
+use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
+use rttscope_integration_tests::proxy::{TestProxy, test_config};
+use tokio::sync::Mutex;
+
+/// Tests here count the server's connections: one at a time.
+static SERIAL: Mutex<()> = Mutex::const_new(());
+
+const NO_HANG: Duration = Duration::from_secs(20);
+
+fn via(addr: SocketAddr) -> OptsBuilder {
+    TestDb::shared().opts_via(addr, NATIVE.user, NATIVE.password)
+}
+
+async fn connect(opts: OptsBuilder) -> mysql_async::Result<Conn> {
+    tokio::time::timeout(NO_HANG, Conn::new(opts)).await.expect("connecting must not hang")
+}
+
+async fn cli(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("run the mariadb CLI")).await.unwrap()
+}
+
+/// The server's `Threads_connected`, read on `observer` (a direct connection).
+async fn server_connections(observer: &mut Conn) -> u64 {
+    let row: Option<(String, u64)> = observer.query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'").await.unwrap();
+    row.expect("Threads_connected").1
+}
+
+// --- Silent sockets ------------------------------------------------------------------------
+
+/// 300 sockets that connect and say nothing hold at most `limits.max_connecting` (64 by
+/// default) server connections, each for a moment; a real client (mysql_async, then the
+/// `mariadb` CLI) connecting right after them gets in within seconds; and once they are cut
+/// the server is back to where it was. Before the connection-phase cap, every silent socket
+/// held a server connection until `handshake_timeout`: 300 of them.
+#[tokio::test(flavor = "multi_thread")]
+async fn silent_sockets_hold_at_most_the_cap_of_server_connections_and_real_clients_get_in() {
+    let _serial = SERIAL.lock().await;
+    let config = test_config();
+    let cap = u64::from(config.limits.max_connecting);
+    assert_eq!(cap, 64, "the default this test is about");
+    let proxy = TestProxy::with_config(config);
+    let mut observer = connect(TestDb::shared().opts(NATIVE.user, NATIVE.password)).await.unwrap();
+    let before = server_connections(&mut observer).await;
+
+    let silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(proxy.addr()).unwrap()).collect();
+    let started = Instant::now();
+    let addr = proxy.addr();
+    let client = tokio::spawn(async move {
+        let mut conn = connect(via(addr)).await?;
+        let one: Option<u32> = conn.query_first("SELECT 1").await?;
+        mysql_async::Result::Ok((one, started.elapsed()))
+    });
+    let mut cmd = TestDb::shared().mariadb_cli(addr, NATIVE.user, NATIVE.password, None);
+    cmd.args(["-N", "-e", "SELECT 2"]);
+    let cli = tokio::spawn(async move { (cli(cmd).await, started.elapsed()) });
+    // Sample the server while the silent sockets come and go.
+    let mut most = 0;
+    while !(client.is_finished() && cli.is_finished()) && started.elapsed() < NO_HANG {
+        most = most.max(server_connections(&mut observer).await.saturating_sub(before));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (one, client_waited) = client.await.unwrap().expect("mysql_async gets in past 300 silent sockets");
+    assert_eq!(one, Some(1));
+    let (out, cli_waited) = cli.await.unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "2", "the mariadb CLI: {out:?}");
+    // Two slots for the real clients, besides the cap.
+    eprintln!(
+        "silent sockets: at most {most} server connections; mysql_async in after {client_waited:?}, the CLI after {cli_waited:?}"
+    );
+    assert!(most <= cap + 2, "{most} server connections for 300 silent sockets (cap {cap})");
+    assert!(client_waited < Duration::from_secs(6), "mysql_async waited {client_waited:?}");
+    assert!(cli_waited < Duration::from_secs(6), "the mariadb CLI waited {cli_waited:?}");
+
+    // Every silent socket is cut (answered with an ERR, then closed) and the server is back
+    // to where it was.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while server_connections(&mut observer).await > before {
+        assert!(Instant::now() < deadline, "server connections still held after the silent sockets were cut");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(silent);
+}
