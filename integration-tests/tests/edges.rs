@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder};
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
+use rttscope_integration_tests::process::ProxyProcess;
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
 use tokio::sync::Mutex;
 
@@ -89,4 +90,53 @@ async fn silent_sockets_hold_at_most_the_cap_of_server_connections_and_real_clie
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     drop(silent);
+}
+
+// --- SIGHUP --------------------------------------------------------------------------------
+
+/// Whether rttscope's log has a line holding every one of `texts`, waiting up to 10 s for it.
+fn logged(proxy: &ProxyProcess, texts: &[&str]) -> bool {
+    let wanted = |line: &str| texts.iter().all(|t| line.contains(t));
+    tokio::task::block_in_place(|| proxy.log_line(wanted, Duration::from_secs(10))).is_some()
+}
+
+/// SIGHUP (logrotate, `ExecReload=kill -HUP`, a closed terminal) reads the config file again:
+/// a changed emulated link applies at once, to the connection already open too; a file with
+/// a problem changes nothing and says why; the process serves on, and SIGTERM afterwards
+/// still drains and writes the final report. Before, SIGHUP's default action killed rttscope
+/// at once: exit 129, no log line, no report, every connection cut.
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reads_the_config_again_and_never_stops_rttscope() {
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let yaml = format!("upstream: {}\nreport:\n  path: {}\n", TestDb::shared().upstream_addr(), report.display());
+    let mut proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut conn = connect(via(proxy.listen())).await.unwrap();
+    conn.query_drop("SELECT 'before the hangup'").await.unwrap();
+    let file = proxy.dir().join("rttscope.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+
+    std::fs::write(&file, format!("{text}inject:\n  rtt: 300ms\n")).unwrap();
+    proxy.signal(libc::SIGHUP).unwrap();
+    assert!(logged(&proxy, &["SIGHUP: config file read again", "applied=inject"]), "{}", proxy.log());
+    proxy.check_alive().unwrap_or_else(|e| panic!("{e:#}\n{}", proxy.log()));
+    // The open connection carries on, over the emulated link now.
+    let started = Instant::now();
+    conn.query_drop("SELECT 'over the emulated link'").await.expect("the open connection survives SIGHUP");
+    assert!(started.elapsed() >= Duration::from_millis(300), "no emulated RTT: {:?}", started.elapsed());
+
+    std::fs::write(&file, format!("{text}inject:\n  rtt: lots\n")).unwrap();
+    proxy.signal(libc::SIGHUP).unwrap();
+    assert!(logged(&proxy, &["SIGHUP: the config file has problems; nothing changed"]), "{}", proxy.log());
+    let started = Instant::now();
+    conn.query_drop("SELECT 'still over the emulated link'").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(300), "a broken file changed the link");
+
+    proxy.signal(libc::SIGTERM).unwrap();
+    let status = tokio::task::block_in_place(|| proxy.wait_timeout(Duration::from_secs(15))).unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "{}", proxy.log());
+    let written =
+        std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no final report ({e}):\n{}", proxy.log()));
+    assert!(written.contains("\"schema_version\"") && written.contains("select ?"), "{written}");
 }
