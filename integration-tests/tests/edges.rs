@@ -96,8 +96,13 @@ async fn silent_sockets_hold_at_most_the_cap_of_server_connections_and_real_clie
 
 /// Whether rttscope's log has a line holding every one of `texts`, waiting up to 10 s for it.
 fn logged(proxy: &ProxyProcess, texts: &[&str]) -> bool {
+    logged_within(proxy, texts, Duration::from_secs(10))
+}
+
+/// Whether rttscope's log has a line holding every one of `texts`, waiting up to `within`.
+fn logged_within(proxy: &ProxyProcess, texts: &[&str], within: Duration) -> bool {
     let wanted = |line: &str| texts.iter().all(|t| line.contains(t));
-    tokio::task::block_in_place(|| proxy.log_line(wanted, Duration::from_secs(10))).is_some()
+    tokio::task::block_in_place(|| proxy.log_line(wanted, within)).is_some()
 }
 
 /// SIGHUP (logrotate, `ExecReload=kill -HUP`, a closed terminal) reads the config file again:
@@ -139,4 +144,31 @@ async fn sighup_reads_the_config_again_and_never_stops_rttscope() {
     let written =
         std::fs::read_to_string(&report).unwrap_or_else(|e| panic!("no final report ({e}):\n{}", proxy.log()));
     assert!(written.contains("\"schema_version\"") && written.contains("select ?"), "{written}");
+}
+
+// --- Refusals in the log -------------------------------------------------------------------
+
+/// 200 clients over `max_connections` make two log lines, not 200: the first refusal in
+/// full, then, when the 10 s quiet time is over, one line with how many more there were.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_clients_are_logged_once_then_counted() {
+    let _serial = SERIAL.lock().await;
+    let yaml = format!("upstream: {}\nlimits:\n  max_connections: 1\n", TestDb::shared().upstream_addr());
+    let proxy = ProxyProcess::start(&yaml).unwrap();
+    // The readiness probe's connection holds the one slot until rttscope has seen it close.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let _holder = connect(via(proxy.listen())).await.unwrap();
+    for _ in 0..200 {
+        let mut refused = TcpStream::connect(proxy.listen()).unwrap();
+        refused.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut answer = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut refused, &mut answer);
+        assert!(String::from_utf8_lossy(&answer).contains("max_connections"), "{answer:?}");
+    }
+    // Summed up within a second of the 10 s quiet time's end.
+    let summed_up =
+        logged_within(&proxy, &["refused 199 more clients in the last", "max_connections"], Duration::from_secs(15));
+    assert!(summed_up, "{}", proxy.log());
+    let lines = proxy.log().lines().filter(|l| l.contains("refus")).count();
+    assert_eq!(lines, 2, "{}", proxy.log());
 }

@@ -64,7 +64,9 @@ pub(super) async fn serve(client: Transport, peer: String, conn_id: u64, shared:
         Ok(Outcome::UpstreamTimedOut) => {}
         Ok(Outcome::Pumped(ended)) => tracing::debug!(parent: log, ?ended, elapsed_ms, "connection closed"),
         Ok(Outcome::Ended(Ending::Refused(refusal))) => {
-            tracing::warn!(parent: log, code = refusal.code(), elapsed_ms, "refused the client: {refusal}");
+            if shared.refusals.log_in_full(refusal.code(), || format!("{peer}: {refusal}")) {
+                tracing::warn!(parent: log, code = refusal.code(), elapsed_ms, "refused the client: {refusal}");
+            }
         }
         Ok(outcome) => tracing::debug!(parent: log, ?outcome, elapsed_ms, "connection closed"),
         Err(e) if e.is_hangup() => tracing::debug!(parent: log, error = %e, elapsed_ms, "connection closed by peer"),
@@ -106,10 +108,10 @@ async fn run(
                 // Before the greeting: no SQL state marker, as servers send it. Counted
                 // before the client hears it.
                 let refusal = Refusal::from(e);
+                // Logged once the client is told (rttscope's own fd limit included: the
+                // refusal says to raise `ulimit -n`).
                 if refusal.is_upstream() {
                     shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    tracing::warn!("out of file descriptors dialling the upstream: raise `ulimit -n` for rttscope");
                 }
                 client.write_all(&refusal.packet(0, false)).await.map_err(RelayError::Client)?;
                 let _ = client.shutdown().await;
