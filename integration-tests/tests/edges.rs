@@ -172,3 +172,28 @@ async fn refused_clients_are_logged_once_then_counted() {
     let lines = proxy.log().lines().filter(|l| l.contains("refus")).count();
     assert_eq!(lines, 2, "{}", proxy.log());
 }
+
+// --- A client that verifies rttscope's certificate -----------------------------------------
+
+/// A client that insists on a verified certificate and was not given rttscope's CA fails
+/// with its own 2026 and no word of rttscope; rttscope's log says which CA to give it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_refusing_rttscopes_certificate_is_told_which_ca_to_trust_in_the_log() {
+    let _serial = SERIAL.lock().await;
+    // A plain long hop, said so: rttscope offers clients TLS of its own.
+    let yaml = format!("upstream:\n  address: {}\n  tls:\n    mode: disabled\n", TestDb::shared().upstream_addr());
+    let proxy = ProxyProcess::start(&yaml).unwrap();
+    let mut cmd = TestDb::shared().mariadb_cli_tls(
+        proxy.listen(),
+        NATIVE.user,
+        NATIVE.password,
+        None,
+        &["--ssl", "--ssl-verify-server-cert"],
+    );
+    cmd.args(["-N", "-e", "SELECT 1"]);
+    let out = cli(cmd).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("ERROR 2026"), "{out:?}");
+    let told = ["not trust rttscope's certificate", "/tls/ca.pem", "--ssl-ca"];
+    assert!(logged(&proxy, &told), "{}", proxy.log());
+}

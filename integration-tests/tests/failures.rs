@@ -101,7 +101,8 @@ async fn silent_upstream_fails_within_connect_timeout() {
     assert_eq!(fake.wait_ended(0, Duration::from_secs(5)), Some(Ending::PeerClosed));
 }
 
-/// The client should learn why, as with a refused upstream, not see a bare close.
+/// The client should learn why, as with a refused upstream, not see a bare close, and the
+/// message names the limit that ran out (`limits.connect_timeout`).
 #[tokio::test(flavor = "multi_thread")]
 async fn silent_upstream_gives_an_err_packet() {
     let fake = FakeUpstream::start(|_| Script::Silent).unwrap();
@@ -110,6 +111,9 @@ async fn silent_upstream_gives_an_err_packet() {
         Err(mysql_async::Error::Server(e)) => {
             assert_eq!(e.code, 1429, "{e:?}");
             assert!(e.message.contains(&fake.addr().to_string()) && e.message.contains("greeting"), "{e:?}");
+            // The limit that ran out, by its name: not handshake_timeout.
+            assert!(e.message.contains("(limits.connect_timeout)"), "{e:?}");
+            assert!(!e.message.contains("handshake_timeout"), "{e:?}");
         }
         other => panic!("expected an ERR packet naming the upstream, got {other:?}"),
     }

@@ -111,6 +111,9 @@ pub enum Refusal {
     /// TLS with the client failed.
     #[error("TLS handshake with the client failed: {0}")]
     ClientTls(String),
+    /// The client hung up right after its TLS handshake, before its login.
+    #[error("the client hung up right after its TLS handshake: {0}")]
+    HungUpAfterTls(String),
     /// The client's handshake response could not be read.
     #[error("{0}")]
     BadHandshake(DecodeError),
@@ -174,7 +177,9 @@ impl Refusal {
             | Refusal::LoginStalled { .. }
             | Refusal::LostDuringLogin { .. } => codes::UPSTREAM_UNREACHABLE,
             Refusal::CredentialsInClear { .. } | Refusal::TlsRequired => codes::SECURE_TRANSPORT_REQUIRED,
-            Refusal::TlsOff | Refusal::ClientTls(_) | Refusal::ClientSilent { .. } => codes::HANDSHAKE_ERROR,
+            Refusal::TlsOff | Refusal::ClientTls(_) | Refusal::HungUpAfterTls(_) | Refusal::ClientSilent { .. } => {
+                codes::HANDSHAKE_ERROR
+            }
             Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
             Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
             Refusal::TooManyConnections { .. } | Refusal::TooManyConnecting { .. } | Refusal::FdLimit { .. } => {

@@ -289,6 +289,11 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
             Ok(Err(RelayError::Decode(e @ DecodeError::HandshakeTooLarge { .. }))) => {
                 return s.refuse(&mut client, 3, true, Refusal::BadHandshake(e)).await.map(Break);
             }
+            // Nothing can reach it: said in the log, with the CA it may want.
+            Ok(Err(e)) if e.is_hangup() && matches!(e, RelayError::Client(_)) => {
+                let why = s.client_tls.map(ClientSideTls::explain_hangup_after_tls).unwrap_or_default();
+                return Ok(Break(Handshake::Ended(Ending::Refused(Refusal::HungUpAfterTls(why)))));
+            }
             Ok(Err(e)) => return Err(e),
             Err(silent) => return s.refuse(&mut client, seq.wrapping_add(1), true, silent).await.map(Break),
         };

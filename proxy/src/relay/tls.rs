@@ -128,6 +128,22 @@ impl ClientSideTls {
         }))
     }
 
+    /// Why a client that finished its TLS handshake hung up before its login, as the log
+    /// says it. Clients that verify the certificate after the handshake (libmariadb: the
+    /// `mariadb` CLI, Connector/C and what is built on it) hang up just so when they do not
+    /// trust it.
+    pub(crate) fn explain_hangup_after_tls(&self) -> String {
+        format!(
+            "probably it does not trust rttscope's certificate (a client that verifies it hangs up so); {}",
+            self.give_ca()
+        )
+    }
+
+    /// Which CA to give a client that verifies certificates.
+    fn give_ca(&self) -> String {
+        format!("give it {} as its CA (--ssl-ca, sslrootcert, trustStore...)", self.trust)
+    }
+
     /// Why a client's TLS handshake failed, as the log says it: when the client refused
     /// rttscope's certificate (an alert saying so, or a close in the middle of the
     /// handshake, as some clients do), which CA to give it. Such a client shows only its
@@ -143,10 +159,7 @@ impl ClientSideTls {
             None => matches!(e.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset),
         };
         match refused_certificate {
-            true => format!(
-                "{e}: the client does not trust rttscope's certificate (it verifies it: --ssl-verify-server-cert, ssl-mode=VERIFY_CA/VERIFY_IDENTITY); give it {} as its CA (--ssl-ca)",
-                self.trust
-            ),
+            true => format!("{e}: the client does not trust rttscope's certificate; {}", self.give_ca()),
             false => e.to_string(),
         }
     }
