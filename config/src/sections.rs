@@ -30,12 +30,13 @@ pub struct LimitsConfig {
     pub max_connecting: u32,
     /// How long a client has to answer the server's greeting (its first packet: the
     /// handshake response or an SSLRequest). A MySQL client answers at once; a socket that
-    /// says nothing holds a server connection meanwhile. Greater than 0, at most
-    /// `handshake_timeout`. Default `2s`.
+    /// says nothing holds a server connection meanwhile. Greater than 0; a longer one than
+    /// `handshake_timeout` is cut to it. Default `2s`.
     pub first_byte_timeout: HumanDuration,
     /// How long each step of the connection phase may take once the server is reached
-    /// and has greeted (the client's answer, each TLS handshake, the login exchange); a
-    /// client still listening is told which step stalled. Greater than 0. Default `10s`.
+    /// and has greeted and the client has answered (`first_byte_timeout`): each TLS
+    /// handshake, the client's response after TLS, the login exchange; a client still
+    /// listening is told which step stalled. Greater than 0. Default `10s`.
     pub handshake_timeout: HumanDuration,
     /// Close a connection idle this long: no command in flight and no bytes either way (a
     /// long query is never idle). Both legs are closed, as the server itself does at its
@@ -80,17 +81,23 @@ impl Default for LimitsConfig {
 }
 
 impl LimitsConfig {
+    /// How long a client has to answer the greeting: `first_byte_timeout`, never longer
+    /// than `handshake_timeout` (a config that lowered only the latter keeps working).
+    pub fn first_byte_limit(&self) -> std::time::Duration {
+        self.first_byte_timeout.0.min(self.handshake_timeout.0)
+    }
+
+    /// The connection phase's slots: `max_connecting`, never more than `max_connections`.
+    pub fn connecting_slots(&self) -> u32 {
+        self.max_connecting.min(self.max_connections)
+    }
+
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
         c.require(self.max_connections >= 1, "max_connections", "must be at least 1");
         c.require(!self.connect_timeout.is_zero(), "connect_timeout", "must be greater than 0");
         c.require(!self.handshake_timeout.is_zero(), "handshake_timeout", "must be greater than 0");
         c.require(self.max_connecting >= 1, "max_connecting", "must be at least 1");
         c.require(!self.first_byte_timeout.is_zero(), "first_byte_timeout", "must be greater than 0");
-        c.require(
-            self.first_byte_timeout <= self.handshake_timeout,
-            "first_byte_timeout",
-            format!("must be at most limits.handshake_timeout ({})", self.handshake_timeout),
-        );
         c.require(self.buffer_budget >= ByteSize::mib(1), "buffer_budget", "must be at least 1MiB");
         c.require(
             self.heap_trim.is_zero() || self.heap_trim >= HumanDuration::from_secs(1),

@@ -94,8 +94,7 @@ async fn run(
     }
     // Held until the connection phase ends: logged in, refused, or relayed unread.
     let Some(slot) = shared.connecting.enter(config.limits.connect_timeout.0).await else {
-        let refusal =
-            Refusal::TooManyConnecting { max: config.limits.max_connecting.min(config.limits.max_connections) };
+        let refusal = Refusal::TooManyConnecting { max: config.limits.connecting_slots() };
         shared.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
         let _ = timers::timeout(config.limits.connect_timeout.0, client.write_all(&refusal.packet(0, false))).await;
         let _ = client.shutdown().await;
@@ -125,7 +124,7 @@ async fn run(
         upstream_tls: shared.upstream_tls.as_ref(),
         compression: config.upstream.compression,
         greeting_timeout: config.limits.connect_timeout.0,
-        first_byte_timeout: config.limits.first_byte_timeout.0,
+        first_byte_timeout: config.limits.first_byte_limit(),
         timeout: config.limits.handshake_timeout.0,
         gate: Some(&shared.connecting),
         capture_limit: config.record.max_sql_bytes.0 as usize,

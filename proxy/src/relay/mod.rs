@@ -255,7 +255,7 @@ impl Proxy {
         };
         let Observation { events, link_events, live, inject, .. } = observation;
         let config_budget = config.limits.buffer_budget.0;
-        let connecting = connecting::Gate::new(config.limits.max_connecting.min(config.limits.max_connections));
+        let connecting = connecting::Gate::new(config.limits.connecting_slots());
         let shared = Arc::new(Shared {
             config,
             stats: Arc::default(),
