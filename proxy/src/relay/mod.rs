@@ -401,7 +401,7 @@ impl Proxy {
     fn reject(&self, client: Transport, peer: String, rejections: &Arc<Semaphore>, tasks: &mut JoinSet<()>) {
         let max = self.shared.config.limits.max_connections;
         let refusal = Refusal::TooManyConnections { max };
-        if self.shared.refusals.log_in_full(refusal.code(), || format!("{peer}: {refusal}")) {
+        if self.shared.refusals.log_in_full(&refusal, || format!("{peer}: {refusal}")) {
             tracing::warn!(%peer, max_connections = max, "connection limit reached; refusing client (more refusals like it are counted for 10 s, then summed up)");
         }
         self.refuse(client, refusal, rejections, tasks);
@@ -413,7 +413,7 @@ impl Proxy {
     async fn out_of_fds(&self, listener: usize, reserve: &mut Option<std::fs::File>) {
         let limit = crate::sys::nofile_limit().map_or(0, |(soft, _)| soft);
         let refusal = Refusal::FdLimit { limit };
-        if self.shared.refusals.log_in_full(refusal.code(), || refusal.to_string()) {
+        if self.shared.refusals.log_in_full(&refusal, || refusal.to_string()) {
             tracing::warn!(
                 fd_limit = limit,
                 "out of file descriptors: refusing a client; raise `ulimit -n` for rttscope"

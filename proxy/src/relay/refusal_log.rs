@@ -1,25 +1,31 @@
-//! Refused clients, logged without flooding the log: the first refusal of a kind (its
-//! MySQL error code) is logged in full, the ones after it for [`QUIET`] are only counted,
+//! Refused clients, logged without flooding the log: the first refusal of a kind (a
+//! [`Refusal`] variant: too many connections, upstream unreachable, a silent client, a
+//! client that does not trust the certificate...) is logged in full, the ones after it for [`QUIET`] are only counted,
 //! and one line then says how many there were and why the last one was refused. A thousand
 //! clients over `max_connections` make two lines, not a thousand.
 
 use std::collections::HashMap;
+use std::mem::Discriminant;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::error::Refusal;
+
 /// How long refusals of a kind are counted rather than logged, after one that was.
 pub(super) const QUIET: Duration = Duration::from_secs(10);
 
-/// Refusals being counted, by error code.
+/// Refusals being counted, by kind.
 #[derive(Default)]
 pub(crate) struct RefusalLog {
-    quiet: Mutex<HashMap<u16, Quiet>>,
+    quiet: Mutex<HashMap<Discriminant<Refusal>, Quiet>>,
 }
 
 /// Refusals of one kind since one was logged.
 struct Quiet {
+    /// Their MySQL error code, for the line that sums them up.
+    code: u16,
     until: Instant,
     since: Instant,
     more: u64,
@@ -27,21 +33,22 @@ struct Quiet {
 }
 
 impl RefusalLog {
-    /// Whether a refusal with `code` should be logged in full now; if not, it is counted,
-    /// `why` kept for the line that sums them up.
-    pub(super) fn log_in_full(&self, code: u16, why: impl FnOnce() -> String) -> bool {
+    /// Whether `refusal` should be logged in full now; if not, it is counted, `why` kept for
+    /// the line that sums them up.
+    pub(super) fn log_in_full(&self, refusal: &Refusal, why: impl FnOnce() -> String) -> bool {
         let now = Instant::now();
+        let kind = std::mem::discriminant(refusal);
         let mut quiet = self.quiet.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(q) = quiet.get_mut(&code)
+        if let Some(q) = quiet.get_mut(&kind)
             && now < q.until
         {
             q.more += 1;
             q.last = why();
             return false;
         }
-        let fresh = Quiet { until: now + QUIET, since: now, more: 0, last: String::new() };
-        if let Some(ended) = quiet.insert(code, fresh) {
-            ended.sum_up(code);
+        let fresh = Quiet { code: refusal.code(), until: now + QUIET, since: now, more: 0, last: String::new() };
+        if let Some(ended) = quiet.insert(kind, fresh) {
+            ended.sum_up();
         }
         true
     }
@@ -50,10 +57,10 @@ impl RefusalLog {
     pub(super) fn sum_up(&self, all: bool) {
         let now = Instant::now();
         let mut quiet = self.quiet.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        quiet.retain(|code, q| {
+        quiet.retain(|_, q| {
             let over = all || q.until <= now;
             if over {
-                q.sum_up(*code);
+                q.sum_up();
             }
             !over
         });
@@ -61,11 +68,11 @@ impl RefusalLog {
 }
 
 impl Quiet {
-    fn sum_up(&self, code: u16) {
+    fn sum_up(&self) {
         if self.more > 0 {
             let secs = self.since.elapsed().as_secs().max(1);
             tracing::warn!(
-                code,
+                code = self.code,
                 refused = self.more,
                 "refused {} more clients in the last {secs} s, the last: {}",
                 self.more,
@@ -82,11 +89,13 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn one_refusal_of_a_kind_is_logged_then_the_rest_are_counted_for_the_quiet_time() {
         let log = RefusalLog::default();
-        assert!(log.log_in_full(1040, || "full".into()));
-        assert!(!log.log_in_full(1040, || "full".into()), "counted, not logged");
-        assert!(log.log_in_full(1429, || "unreachable".into()), "another kind is logged");
+        let full = Refusal::TooManyConnections { max: 1 };
+        assert!(log.log_in_full(&full, || "full".into()));
+        assert!(!log.log_in_full(&full, || "full".into()), "counted, not logged");
+        // Same code (1040), another kind: logged.
+        assert!(log.log_in_full(&Refusal::FdLimit { limit: 1 }, || "fds".into()), "another kind is logged");
         tokio::time::advance(QUIET).await;
-        assert!(log.log_in_full(1040, || "full".into()), "logged again once the quiet time is over");
+        assert!(log.log_in_full(&full, || "full".into()), "logged again once the quiet time is over");
         log.sum_up(true);
         assert!(log.quiet.lock().unwrap().is_empty());
     }
