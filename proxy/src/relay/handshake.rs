@@ -13,10 +13,11 @@
 //!    switch, caching_sha2's full auth); the session state machine follows it as the
 //!    client sees it, so the login is recorded like any command.
 //!
-//! Every packet here is small and read whole (at most [`MAX_HANDSHAKE_LEN`]); every step
+//! Every packet here is small and read whole (at most [`MAX_HANDSHAKE_LEN`](crate::protocol::handshake::MAX_HANDSHAKE_LEN)); every step
 //! has a deadline; every refusal reaches the client as an ERR packet.
 
 mod auth;
+mod io;
 mod long_hop;
 
 use std::ops::ControlFlow::{self, Break, Continue};
@@ -25,7 +26,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rttscope_config::UpstreamCompression;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -41,11 +42,13 @@ use crate::inject::{InjectBinding, InjectControl};
 use crate::live::Legs;
 use crate::protocol::constants::capability::*;
 use crate::protocol::constants::header;
-use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, MAX_HANDSHAKE_LEN, is_ssl_request, negotiated};
+use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, is_ssl_request, negotiated};
 use crate::protocol::packets::ErrPacket;
-use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session, framing};
+use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session};
 use crate::record::{Tap, micros};
 use auth::{Framed, relay_auth};
+use io::{packet, read_packet, send, within};
+pub(super) use io::{read_payload, write_all};
 use long_hop::{LongHop, LongHopPlan};
 
 /// What the connection phase needs to know.
@@ -500,54 +503,4 @@ impl Settings<'_> {
         let _ = client.shutdown().await;
         Ok(Handshake::Ended(Ending::Refused(refusal)))
     }
-}
-
-/// `step`, or a timeout naming `what` and the config `key` that set `timeout`.
-async fn within<T>(
-    timeout: Duration,
-    what: &'static str,
-    key: &'static str,
-    step: impl Future<Output = Result<T, RelayError>>,
-) -> Result<T, RelayError> {
-    timers::timeout(timeout, step).await.unwrap_or(Err(RelayError::Timeout(what, timeout, key)))
-}
-
-/// Reads exactly one packet (header and payload, nothing beyond: TLS may start next).
-async fn read_packet<S: AsyncRead + Unpin>(stream: &mut S, from: Peer) -> Result<(u8, Vec<u8>), RelayError> {
-    let mut head = [0u8; 4];
-    stream.read_exact(&mut head).await.map_err(|e| RelayError::io(from, e))?;
-    read_payload(stream, head, from).await
-}
-
-/// The payload of a packet whose 4-byte header is `head`.
-pub(super) async fn read_payload<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    head: [u8; 4],
-    from: Peer,
-) -> Result<(u8, Vec<u8>), RelayError> {
-    let io_error = |e| RelayError::io(from, e);
-    let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
-    if len > MAX_HANDSHAKE_LEN {
-        return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
-    }
-    let mut payload = vec![0u8; len];
-    stream.read_exact(&mut payload).await.map_err(io_error)?;
-    Ok((head[3], payload))
-}
-
-fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let mut packet = Vec::with_capacity(4 + payload.len());
-    packet.extend_from_slice(&framing::header(payload.len(), seq));
-    packet.extend_from_slice(payload);
-    packet
-}
-
-async fn send<S: AsyncWrite + Unpin>(stream: &mut S, seq: u8, payload: &[u8], to: Peer) -> Result<(), RelayError> {
-    write_all(stream, &packet(seq, payload), to).await
-}
-
-/// Writes and flushes (a TLS stream holds records until flushed).
-pub(super) async fn write_all<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8], to: Peer) -> Result<(), RelayError> {
-    stream.write_all(bytes).await.map_err(|e| RelayError::io(to, e))?;
-    stream.flush().await.map_err(|e| RelayError::io(to, e))
 }
