@@ -282,6 +282,8 @@ fn serve(config: Config, cli: Cli) -> ExitCode {
             upstream.tls = %word(&config.upstream.tls.mode),
             upstream.compression = %word(&config.upstream.compression),
             max_connections = config.limits.max_connections,
+            max_connecting = config.limits.connecting_slots(),
+            first_byte_timeout = %humantime::format_duration(config.limits.first_byte_limit()),
             buffer_size = %human::size(config.relay.buffer_size.0),
             buffer_budget = %human::size(config.limits.buffer_budget.0),
             idle_timeout = %config.limits.idle_timeout,
