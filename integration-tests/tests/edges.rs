@@ -92,6 +92,25 @@ async fn silent_sockets_hold_at_most_the_cap_of_server_connections_and_real_clie
     drop(silent);
 }
 
+/// A socket that reads the greeting and says nothing is told, after
+/// `limits.first_byte_timeout`, which limit ran out (ERR 1043), and closed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_silent_after_the_greeting_is_told_and_closed_at_first_byte_timeout() {
+    let _serial = SERIAL.lock().await;
+    let mut config = test_config();
+    config.limits.first_byte_timeout = rttscope_config::HumanDuration::from_secs(1);
+    let proxy = TestProxy::with_config(config);
+    let started = Instant::now();
+    let mut silent = TcpStream::connect(proxy.addr()).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut heard = Vec::new();
+    std::io::Read::read_to_end(&mut silent, &mut heard).expect("closed by rttscope, not timed out");
+    let elapsed = started.elapsed();
+    let heard = String::from_utf8_lossy(&heard);
+    assert!(heard.contains("answer to the greeting did not come within 1s (limits.first_byte_timeout)"), "{heard}");
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(3), "closed after {elapsed:?}");
+}
+
 // --- SIGHUP --------------------------------------------------------------------------------
 
 /// Whether rttscope's log has a line holding every one of `texts`, waiting up to 10 s for it.
