@@ -298,7 +298,8 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
                 return Ok(Break(Handshake::Ended(Ending::Refused(Refusal::HungUpAfterTls(why)))));
             }
             Ok(Err(e)) => return Err(e),
-            Err(silent) => return s.refuse(&mut client, seq.wrapping_add(1), true, silent).await.map(Break),
+            // In place of the server's answer to the response that did not come.
+            Err(silent) => return s.refuse(&mut client, seq.wrapping_add(2), true, silent).await.map(Break),
         };
     } else if s.client_tls.is_some_and(|t| t.required) && matches!(client, Transport::Tcp(_)) {
         return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsRequired).await.map(Break);
