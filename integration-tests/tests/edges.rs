@@ -165,6 +165,27 @@ async fn sighup_reads_the_config_again_and_never_stops_rttscope() {
     assert!(written.contains("\"schema_version\"") && written.contains("select ?"), "{written}");
 }
 
+/// SIGHUP applies a changed `log.level` (when `RUST_LOG` does not set it): debug lines
+/// appear from then on.
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_applies_a_changed_log_level() {
+    let _serial = SERIAL.lock().await;
+    let yaml = format!("upstream: {}\n", TestDb::shared().upstream_addr());
+    let binary = rttscope_integration_tests::process::rttscope_binary().unwrap();
+    let proxy = ProxyProcess::start_with(binary, &yaml, |cmd| {
+        cmd.env_remove("RUST_LOG");
+    })
+    .unwrap();
+    let file = proxy.dir().join("rttscope.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}log:\n  level: debug\n")).unwrap();
+    proxy.signal(libc::SIGHUP).unwrap();
+    assert!(logged(&proxy, &["SIGHUP: config file read again", "applied=log.level"]), "{}", proxy.log());
+    let conn = connect(via(proxy.listen())).await.unwrap();
+    conn.disconnect().await.unwrap();
+    assert!(logged(&proxy, &["DEBUG", "connection closed"]), "no debug line after the reload:\n{}", proxy.log());
+}
+
 // --- Refusals in the log -------------------------------------------------------------------
 
 /// 200 clients over `max_connections` make two log lines, not 200: the first refusal in
