@@ -88,8 +88,9 @@ pub struct AdminConfig {
     /// (and `localhost` on loopback), e.g. `rttscope.internal`; anything else gets 421,
     /// which defeats DNS rebinding. Default: none.
     pub hosts: Vec<String>,
-    /// Admin connections served at once (1–1024); more are answered 503 and closed.
-    /// Default `32`.
+    /// Admin connections served at once (1–1024); more are answered 503 and closed, except
+    /// that a few more may still ask for `/healthz` (health checks get through when every
+    /// slot is taken). Default `32`.
     pub max_connections: usize,
     /// Time a client has to send a request's headers (100ms–60s); slower ones are cut off.
     /// Default `5s`.

@@ -18,9 +18,25 @@ pub struct LimitsConfig {
     /// gets a MySQL error packet (1429, HY000) naming the upstream and the reason.
     /// Greater than 0. Default `5s`.
     pub connect_timeout: HumanDuration,
+    /// Most connections in the connection phase at once: from the upstream dial to the end
+    /// of the login. Each holds one server connection (and one of the server's
+    /// `max_connections`) before its client has proven anything, so this bounds what
+    /// clients that have not logged in can take from the server. A newcomer past it waits
+    /// for a slot for up to `connect_timeout`, then gets 1040; while newcomers wait, a client
+    /// that has kept rttscope waiting for 250 ms or more (for its answer to the greeting, its
+    /// TLS handshake) gives its slot up. Effectively at most `max_connections`. At least 1.
+    /// Default `64`: well below both rttscope's `max_connections` and the server's (151
+    /// by default).
+    pub max_connecting: u32,
+    /// How long a client has to answer the server's greeting (its first packet: the
+    /// handshake response or an SSLRequest). A MySQL client answers at once; a socket that
+    /// says nothing holds a server connection meanwhile. Greater than 0; a longer one than
+    /// `handshake_timeout` is cut to it. Default `2s`.
+    pub first_byte_timeout: HumanDuration,
     /// How long each step of the connection phase may take once the server is reached
-    /// and has greeted (the client's answer, each TLS handshake, the login exchange); a
-    /// client still listening is told which step stalled. Greater than 0. Default `10s`.
+    /// and has greeted and the client has answered (`first_byte_timeout`): each TLS
+    /// handshake, the client's response after TLS, the login exchange; a client still
+    /// listening is told which step stalled. Greater than 0. Default `10s`.
     pub handshake_timeout: HumanDuration,
     /// Close a connection idle this long: no command in flight and no bytes either way (a
     /// long query is never idle). Both legs are closed, as the server itself does at its
@@ -52,6 +68,8 @@ impl Default for LimitsConfig {
         LimitsConfig {
             max_connections: 1024,
             connect_timeout: HumanDuration::from_secs(5),
+            max_connecting: 64,
+            first_byte_timeout: HumanDuration::from_secs(2),
             handshake_timeout: HumanDuration::from_secs(10),
             idle_timeout: HumanDuration::from_secs(8 * 3600),
             query_timeout: HumanDuration::from_secs(0),
@@ -63,10 +81,23 @@ impl Default for LimitsConfig {
 }
 
 impl LimitsConfig {
+    /// How long a client has to answer the greeting: `first_byte_timeout`, never longer
+    /// than `handshake_timeout` (a config that lowered only the latter keeps working).
+    pub fn first_byte_limit(&self) -> std::time::Duration {
+        self.first_byte_timeout.0.min(self.handshake_timeout.0)
+    }
+
+    /// The connection phase's slots: `max_connecting`, never more than `max_connections`.
+    pub fn connecting_slots(&self) -> u32 {
+        self.max_connecting.min(self.max_connections)
+    }
+
     pub(crate) fn check(&self, c: &mut Checker<'_>) {
         c.require(self.max_connections >= 1, "max_connections", "must be at least 1");
         c.require(!self.connect_timeout.is_zero(), "connect_timeout", "must be greater than 0");
         c.require(!self.handshake_timeout.is_zero(), "handshake_timeout", "must be greater than 0");
+        c.require(self.max_connecting >= 1, "max_connecting", "must be at least 1");
+        c.require(!self.first_byte_timeout.is_zero(), "first_byte_timeout", "must be greater than 0");
         c.require(self.buffer_budget >= ByteSize::mib(1), "buffer_budget", "must be at least 1MiB");
         c.require(
             self.heap_trim.is_zero() || self.heap_trim >= HumanDuration::from_secs(1),

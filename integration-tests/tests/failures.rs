@@ -101,7 +101,8 @@ async fn silent_upstream_fails_within_connect_timeout() {
     assert_eq!(fake.wait_ended(0, Duration::from_secs(5)), Some(Ending::PeerClosed));
 }
 
-/// The client should learn why, as with a refused upstream, not see a bare close.
+/// The client should learn why, as with a refused upstream, not see a bare close, and the
+/// message names the limit that ran out (`limits.connect_timeout`).
 #[tokio::test(flavor = "multi_thread")]
 async fn silent_upstream_gives_an_err_packet() {
     let fake = FakeUpstream::start(|_| Script::Silent).unwrap();
@@ -110,9 +111,40 @@ async fn silent_upstream_gives_an_err_packet() {
         Err(mysql_async::Error::Server(e)) => {
             assert_eq!(e.code, 1429, "{e:?}");
             assert!(e.message.contains(&fake.addr().to_string()) && e.message.contains("greeting"), "{e:?}");
+            // The limit that ran out, by its name: not handshake_timeout.
+            assert!(e.message.contains("(limits.connect_timeout)"), "{e:?}");
+            assert!(!e.message.contains("handshake_timeout"), "{e:?}");
         }
         other => panic!("expected an ERR packet naming the upstream, got {other:?}"),
     }
+}
+
+/// Past `limits.max_connecting`, a newcomer waits for a slot for `limits.connect_timeout`,
+/// then gets 1040 naming the limit; a slot held by a login the server stalls is not given up
+/// (the client is not the one keeping it waiting).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_newcomer_past_max_connecting_gets_1040_after_connect_timeout() {
+    let fake = FakeUpstream::start(|_| Script::StallAfterLogin { greeting: greeting() }).unwrap();
+    let proxy = proxy_to(fake.addr(), |c| {
+        c.limits.max_connecting = 1;
+        c.limits.connect_timeout = HumanDuration::from_secs(1);
+        c.limits.handshake_timeout = HumanDuration::from_secs(5);
+    });
+    let addr = proxy.addr();
+    let stalled = tokio::spawn(async move { connect(addr).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    let Err(mysql_async::Error::Server(e)) = connect(addr).await else {
+        panic!("expected an ERR packet from rttscope");
+    };
+    let elapsed = started.elapsed();
+    assert_eq!(e.code, 1040, "{e:?}");
+    assert!(e.message.contains("limits.max_connecting = 1"), "{e:?}");
+    assert!(elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(3), "after {elapsed:?}");
+    let Err(mysql_async::Error::Server(e)) = stalled.await.unwrap() else {
+        panic!("the stalled login ends with an ERR")
+    };
+    assert!(e.message.contains("handshake_timeout"), "{e:?}");
 }
 
 /// A server that greets, takes the login and then hangs: the client hears why within

@@ -93,6 +93,56 @@ pub fn write_final_report_now(within: std::time::Duration) {
     }
 }
 
+/// What a reload (SIGHUP) changes while rttscope runs, from the config file read again: the
+/// emulated link (`inject`), when the file's changed since it was last read (so a
+/// `PUT /inject` since then stands until the file says otherwise). Other sections are read,
+/// checked and named when they changed, but take effect at the next start: they size or
+/// bind what is already running (listeners, TLS, buffers, the recording), and the findings
+/// engine keeps what it has found under the thresholds it was started with.
+pub struct Reloader {
+    loaded: Mutex<Config>,
+    inject: Arc<InjectControl>,
+}
+
+/// What a reload did.
+#[derive(Debug, Default)]
+pub struct Reloaded {
+    /// Sections applied at once.
+    pub applied: Vec<&'static str>,
+    /// Sections that changed and take effect at the next start.
+    pub at_restart: Vec<&'static str>,
+}
+
+impl Reloader {
+    /// Applies `new` (the file read again, with the same flags and environment) where it
+    /// differs from what was read last.
+    pub fn apply(&self, new: Config) -> Reloaded {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut reloaded = Reloaded::default();
+        if new.inject != loaded.inject {
+            self.inject.replace(new.inject.clone());
+            reloaded.applied.push("inject");
+        }
+        let sections = [
+            ("listen", new.listen != loaded.listen),
+            ("admin", new.admin != loaded.admin),
+            ("upstream", new.upstream != loaded.upstream),
+            ("limits", new.limits != loaded.limits),
+            ("relay", new.relay != loaded.relay),
+            ("log.format", new.log.format != loaded.log.format),
+            ("metrics", new.metrics != loaded.metrics),
+            ("record", new.record != loaded.record),
+            ("report", new.report != loaded.report),
+            ("findings", new.findings != loaded.findings),
+            ("link", new.link != loaded.link),
+            ("sql_view", new.sql_view != loaded.sql_view),
+        ];
+        reloaded.at_restart = sections.into_iter().filter(|(_, changed)| *changed).map(|(name, _)| name).collect();
+        *loaded = new;
+        reloaded
+    }
+}
+
 /// rttscope bound but not yet serving: [`bind`](Rttscope::bind), then [`run`](Rttscope::run);
 /// addresses and state can be read in between (tests bind port 0).
 pub struct Rttscope {
@@ -209,6 +259,11 @@ impl Rttscope {
             Some((listener, _)) => listener.local_addr(),
             None => Err(io::Error::new(io::ErrorKind::NotConnected, "the admin API is off (admin: off)")),
         }
+    }
+
+    /// What a reload (SIGHUP) may change while this runs.
+    pub fn reloader(&self) -> Reloader {
+        Reloader { loaded: Mutex::new((*self.config).clone()), inject: self.state.inject.clone() }
     }
 
     /// What the admin API reads (reports, live connections, the emulated link), for callers that

@@ -1,10 +1,11 @@
 //! The `rttscope` binary: parse flags, load config, set up logging, serve
-//! until SIGINT/SIGTERM.
+//! until SIGINT/SIGTERM; SIGHUP reads the config file again and applies what can change
+//! while running (the emulated link, the log level).
 
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use clap::Parser;
 use rttscope::admin::token;
@@ -79,7 +80,7 @@ fn main() -> ExitCode {
             }
         }
         None => match load_config(&cli) {
-            Ok(config) => serve(config),
+            Ok(config) => serve(config, cli),
             Err(message) => {
                 eprintln!("rttscope: {message}");
                 ExitCode::from(2)
@@ -173,22 +174,85 @@ fn warn_unknown_env() {
     }
 }
 
-fn init_logging(config: &Config) {
+/// Changes the log filter of the running process (`log.level`), or says why it cannot.
+type SetLogLevel = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
+
+/// Sets up logging to stderr; what it returns changes the level later.
+fn init_logging(config: &Config) -> SetLogLevel {
     // RUST_LOG, when set, wins over the config file: the usual escape hatch.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&config.log.level));
+    let from_env = tracing_subscriber::EnvFilter::try_from_default_env().ok();
+    let env_wins = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| tracing_subscriber::EnvFilter::new(&config.log.level));
     // Colour only for a person at a terminal: escape codes in a file or a log collector are
     // noise. NO_COLOR (https://no-color.org) turns it off there too.
     let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
-    match config.log.format {
-        LogFormat::Json => builder.json().init(),
-        LogFormat::Text => builder.init(),
+    let set: Box<dyn Fn(tracing_subscriber::EnvFilter) -> Result<(), String> + Send + Sync> = match config.log.format {
+        LogFormat::Json => {
+            let builder = builder.json().with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Box::new(move |filter| handle.reload(filter).map_err(|e| e.to_string()))
+        }
+        LogFormat::Text => {
+            let builder = builder.with_filter_reloading();
+            let handle = builder.reload_handle();
+            builder.init();
+            Box::new(move |filter| handle.reload(filter).map_err(|e| e.to_string()))
+        }
+    };
+    Box::new(move |level| match env_wins {
+        true => Err("RUST_LOG is set and wins over log.level".to_owned()),
+        false => set(tracing_subscriber::EnvFilter::try_new(level).map_err(|e| e.to_string())?),
+    })
+}
+
+/// What SIGHUP does once rttscope runs: read the config file again (with the same flags and
+/// environment) and apply what can change while running. A file with problems changes
+/// nothing; the problems are logged.
+fn reload_on_hangup(
+    cli: Cli,
+    reloader: rttscope::app::Reloader,
+    set_level: SetLogLevel,
+    level: String,
+) -> impl Fn() + Send + Sync {
+    let level = std::sync::Mutex::new(level);
+    move || {
+        let file = cli.config.as_ref().map_or_else(|| "no config file".to_owned(), |p| p.display().to_string());
+        let config = match load_config(&cli) {
+            Ok(config) => config,
+            Err(problems) => {
+                tracing::error!(config = %file, "SIGHUP: the config file has problems; nothing changed:\n{problems}");
+                return;
+            }
+        };
+        let mut last_level = level.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let level_changed = *last_level != config.log.level;
+        let new_level = config.log.level.clone();
+        let mut reloaded = reloader.apply(config);
+        if level_changed {
+            match set_level(&new_level) {
+                Ok(()) => reloaded.applied.push("log.level"),
+                Err(why) => tracing::warn!("SIGHUP: log.level not changed: {why}"),
+            }
+        }
+        *last_level = new_level;
+        tracing::info!(
+            config = %file,
+            applied = %list(&reloaded.applied),
+            at_next_start = %list(&reloaded.at_restart),
+            "SIGHUP: config file read again (rttscope logs to stderr: there is no log file to reopen)"
+        );
     }
 }
 
-fn serve(config: Config) -> ExitCode {
-    init_logging(&config);
+/// `a, b`, or `nothing`.
+fn list(names: &[&str]) -> String {
+    if names.is_empty() { "nothing".to_owned() } else { names.join(", ") }
+}
+
+fn serve(config: Config, cli: Cli) -> ExitCode {
+    let set_level = init_logging(&config);
     warn_unknown_env();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -199,7 +263,8 @@ fn serve(config: Config) -> ExitCode {
     };
     let config = Arc::new(config);
     runtime.block_on(async move {
-        let shutdown = shutdown_signal();
+        let on_hangup = Arc::new(OnceLock::new());
+        let shutdown = shutdown_signal(on_hangup.clone());
         let rttscope = match Rttscope::bind(config.clone()).await {
             Ok(rttscope) => rttscope,
             Err(e) => {
@@ -207,6 +272,9 @@ fn serve(config: Config) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let reload: HangupAction =
+            Box::new(reload_on_hangup(cli, rttscope.reloader(), set_level, config.log.level.clone()));
+        let _ = on_hangup.set(reload);
         tracing::info!(
             listen = %rttscope.listening().join(", "),
             admin = %if config.admin.enabled { config.admin.address.to_string() } else { "off".to_owned() },
@@ -214,6 +282,8 @@ fn serve(config: Config) -> ExitCode {
             upstream.tls = %word(&config.upstream.tls.mode),
             upstream.compression = %word(&config.upstream.compression),
             max_connections = config.limits.max_connections,
+            max_connecting = config.limits.connecting_slots(),
+            first_byte_timeout = %humantime::format_duration(config.limits.first_byte_limit()),
             buffer_size = %human::size(config.relay.buffer_size.0),
             buffer_budget = %human::size(config.limits.buffer_budget.0),
             idle_timeout = %config.limits.idle_timeout,
@@ -241,27 +311,39 @@ fn word(value: &impl serde::Serialize) -> String {
     }
 }
 
-/// Completes on SIGINT or SIGTERM; a second one stops the process at once. The handlers are
-/// installed when this is called, not when the future is first polled: called before the
-/// listeners bind, a SIGTERM as soon as rttscope accepts connections is a graceful stop,
-/// never the default action's kill. The signals are waited for on a thread of their own
-/// (signal-hook), not by tokio's signal driver, which every runtime would look at on every
-/// park, the connection threads' included.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
+/// What SIGHUP does, once rttscope runs.
+type HangupAction = Box<dyn Fn() + Send + Sync>;
+
+/// Completes on SIGINT or SIGTERM; a second one stops the process at once. SIGHUP (logrotate,
+/// `ExecReload=kill -HUP`, a closed terminal) never stops it: it runs `on_hangup` (before
+/// rttscope runs, it is logged and ignored). The handlers are installed when this is called,
+/// not when the future is first polled: called before the listeners bind, a signal as soon
+/// as rttscope accepts connections gets its action, never the default action's kill. The
+/// signals are waited for on a thread of their own (signal-hook), not by tokio's signal
+/// driver, which every runtime would look at on every park, the connection threads'
+/// included.
+fn shutdown_signal(on_hangup: Arc<OnceLock<HangupAction>>) -> impl std::future::Future<Output = ()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let (first, got) = tokio::sync::oneshot::channel();
-    let waiting = signal_hook::iterator::Signals::new([SIGTERM, SIGINT]).and_then(|mut signals| {
+    let waiting = signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]).and_then(|mut signals| {
         std::thread::Builder::new().name("rttscope-signals".to_owned()).spawn(move || {
-            let mut signals = signals.forever();
-            if let Some(signal) = signals.next() {
+            let mut first = Some(first);
+            for signal in signals.forever() {
+                if signal == SIGHUP {
+                    match on_hangup.get() {
+                        Some(reload) => reload(),
+                        None => tracing::info!("SIGHUP before rttscope was ready: ignored"),
+                    }
+                    continue;
+                }
+                let Some(first) = first.take() else {
+                    tracing::warn!("second signal: stopping at once, cutting off what is in flight");
+                    rttscope::app::write_final_report_now(std::time::Duration::from_secs(2));
+                    std::process::exit(1);
+                };
                 let name = if signal == SIGTERM { "SIGTERM" } else { "SIGINT" };
                 tracing::info!("{name}: shutting down (a second signal stops at once)");
                 let _ = first.send(());
-            }
-            if signals.next().is_some() {
-                tracing::warn!("second signal: stopping at once, cutting off what is in flight");
-                rttscope::app::write_final_report_now(std::time::Duration::from_secs(2));
-                std::process::exit(1);
             }
         })
     });

@@ -155,6 +155,8 @@ fn range_and_cross_field_problems_name_the_key_path() {
     let cases = [
         ("limits:\n  max_connections: 0\n", "limits.max_connections", "at least 1"),
         ("limits:\n  connect_timeout: 0\n", "limits.connect_timeout", "greater than 0"),
+        ("limits:\n  max_connecting: 0\n", "limits.max_connecting", "at least 1"),
+        ("limits:\n  first_byte_timeout: 0\n", "limits.first_byte_timeout", "greater than 0"),
         ("relay:\n  buffer_size: 2MiB\n", "relay.buffer_size", "between 4KiB and 1MiB, not 2MiB"),
         ("relay:\n  upstream_rcvbuf: 0\n", "relay.upstream_rcvbuf", "greater than 0"),
         ("relay:\n  idle_poll: 5ms\n", "relay.idle_poll", "at most 1ms (0 turns polling off), not 5ms"),

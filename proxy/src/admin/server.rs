@@ -4,6 +4,10 @@
 //! headers, or idles between requests, is cut off) and `admin.max_header_bytes` (431).
 //! No connection lives longer than [`LIFETIME`]: hyper has no write timeout, so a client
 //! that asks for a large report and never reads it would otherwise hold its slot for good.
+//! Health checks have headroom of their own: past the cap, [`HEALTH_HEADROOM`] more
+//! connections may ask for `/healthz` (and nothing else), each for at most
+//! [`HEALTH_LIFETIME`], so clients holding every slot (a slowloris) do not turn the health
+//! check into a 503 and get the process restarted.
 //! On shutdown each connection finishes the request it is on, for at most a few seconds.
 
 use std::future::Future;
@@ -31,6 +35,11 @@ pub const LIFETIME: Duration = Duration::from_secs(300);
 /// After accept fails (out of fds, say), wait this long before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const BUSY: &str = "too many admin connections (admin.max_connections)\n";
+/// Connections past `admin.max_connections` that may still ask for `/healthz`.
+pub const HEALTH_HEADROOM: usize = 8;
+/// How long such a connection may take, from accept to the answer: a health checker asks
+/// at once, and a slot held longer is a slot some other health check waits for.
+pub const HEALTH_LIFETIME: Duration = Duration::from_secs(2);
 
 /// How long a connection may live, and may take to finish once told to stop.
 #[derive(Clone, Copy, Debug)]
@@ -57,6 +66,8 @@ async fn serve_for(
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let headroom = Arc::new(Semaphore::new(HEALTH_HEADROOM));
+    let health_only = router.clone().layer(axum::middleware::from_fn(only_health));
     let mut builder = http1::Builder::new();
     let head_bytes = usize::try_from(limits.max_header_bytes.0).unwrap_or(usize::MAX);
     builder
@@ -81,8 +92,19 @@ async fn serve_for(
             },
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
-            tracing::debug!("admin API: connection refused at admin.max_connections");
-            connections.spawn(turn_away(stream));
+            match headroom.clone().try_acquire_owned() {
+                Ok(spare) => {
+                    let health = serve_health(stream, peer, health_only.clone(), limits.header_timeout.get());
+                    connections.spawn(async move {
+                        health.await;
+                        drop(spare);
+                    });
+                }
+                Err(_) => {
+                    tracing::debug!("admin API: connection refused at admin.max_connections");
+                    connections.spawn(turn_away(stream));
+                }
+            }
             continue;
         };
         let Ok(local) = stream.local_addr() else { continue };
@@ -117,6 +139,28 @@ async fn serve_for(
     connections.close();
     let _ = tokio::time::timeout(times.drain, connections.wait()).await;
     Ok(())
+}
+
+/// Serves one request of a connection past the cap: `/healthz` through `router` (the
+/// guard's checks included), 503 for anything else, all within [`HEALTH_LIFETIME`].
+async fn serve_health(stream: TcpStream, peer: std::net::SocketAddr, router: Router, header_timeout: Duration) {
+    let Ok(local) = stream.local_addr() else { return };
+    let service = TowerToHyperService::new(router.layer(Extension(LocalAddr(local))).layer(Extension(PeerAddr(peer))));
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout.min(HEALTH_LIFETIME)).keep_alive(false);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    if let Ok(Err(e)) = tokio::time::timeout(HEALTH_LIFETIME, connection).await {
+        tracing::debug!(error = %e, "admin API health connection ended");
+    }
+}
+
+/// Lets `/healthz` through to the guard and the handler; anything else is told the API is busy.
+async fn only_health(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.uri().path() == "/healthz" {
+        return next.run(request).await;
+    }
+    (axum::http::StatusCode::SERVICE_UNAVAILABLE, BUSY).into_response()
 }
 
 /// Tells a client over the cap why, without reading its request, and closes.

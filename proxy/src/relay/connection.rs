@@ -1,16 +1,19 @@
 //! One client connection, start to end: dial upstream, run the connection phase, pump,
 //! and log how it ended — once.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 use super::Shared;
 use super::activity::Activity;
+use super::connecting::Slot;
 use super::drain::DrainWatch;
 use super::error::{Refusal, RelayError};
-use super::handshake::{Ending, Handshake, Settings, handshake};
+use super::handshake::{Ending, Established, Handshake, Settings, handshake};
 use super::leg::Transport;
 use super::pump::{Ended, Legs, Observers, PumpSettings, pump};
 use super::timers;
@@ -64,7 +67,9 @@ pub(super) async fn serve(client: Transport, peer: String, conn_id: u64, shared:
         Ok(Outcome::UpstreamTimedOut) => {}
         Ok(Outcome::Pumped(ended)) => tracing::debug!(parent: log, ?ended, elapsed_ms, "connection closed"),
         Ok(Outcome::Ended(Ending::Refused(refusal))) => {
-            tracing::warn!(parent: log, code = refusal.code(), elapsed_ms, "refused the client: {refusal}");
+            if shared.refusals.log_in_full(&refusal, || format!("{peer}: {refusal}")) {
+                tracing::warn!(parent: log, code = refusal.code(), elapsed_ms, "refused the client: {refusal}");
+            }
         }
         Ok(outcome) => tracing::debug!(parent: log, ?outcome, elapsed_ms, "connection closed"),
         Err(e) if e.is_hangup() => tracing::debug!(parent: log, error = %e, elapsed_ms, "connection closed by peer"),
@@ -90,23 +95,16 @@ async fn run(
         let _ = tcp.set_nodelay(true);
         let _ = super::upstream::keep_alive(tcp, &config.relay);
     }
-    let (upstream, upstream_addr) =
-        match dial(&config.upstream.address, &config.relay, config.limits.connect_timeout.0).await {
-            Ok(dialled) => dialled,
-            Err(e) => {
-                // Before the greeting: no SQL state marker, as servers send it. Counted
-                // before the client hears it.
-                let refusal = Refusal::from(e);
-                if refusal.is_upstream() {
-                    shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-                } else {
-                    tracing::warn!("out of file descriptors dialling the upstream: raise `ulimit -n` for rttscope");
-                }
-                client.write_all(&refusal.packet(0, false)).await.map_err(RelayError::Client)?;
-                let _ = client.shutdown().await;
-                return Ok(Outcome::Ended(Ending::Refused(refusal)));
-            }
-        };
+    // The slot is held until the connection phase ends: logged in, refused, or relayed unread.
+    let (slot, upstream, upstream_addr) = match reach_upstream(shared).await {
+        Ok(reached) => reached,
+        Err(refusal) => {
+            // Before the greeting: no SQL state marker, as servers send it.
+            client.write_all(&refusal.packet(0, false)).await.map_err(RelayError::Client)?;
+            let _ = client.shutdown().await;
+            return Ok(Outcome::Ended(Ending::Refused(refusal)));
+        }
+    };
     log.record("upstream.addr", tracing::field::display(upstream_addr));
     let settings = Settings {
         // Clients on a Unix socket are not offered TLS: they already treat it as secure.
@@ -114,14 +112,18 @@ async fn run(
         upstream_tls: shared.upstream_tls.as_ref(),
         compression: config.upstream.compression,
         greeting_timeout: config.limits.connect_timeout.0,
+        first_byte_timeout: config.limits.first_byte_limit(),
         timeout: config.limits.handshake_timeout.0,
+        gate: Some(&shared.connecting),
         capture_limit: config.record.max_sql_bytes.0 as usize,
         upstream: config.upstream.address.to_string(),
         peer,
         stats: &shared.stats,
         inject: shared.inject.as_ref().map(|control| (control, conn_id)),
     };
-    let established = match handshake(client, upstream, &settings, tap).await? {
+    let handshake = handshake(client, upstream, &settings, tap).await;
+    drop(slot);
+    let established = match handshake? {
         Handshake::Established(established) => established,
         Handshake::Ended(ending) => return Ok(Outcome::Ended(ending)),
         Handshake::Opaque { mut client, mut upstream } => {
@@ -130,6 +132,32 @@ async fn run(
         }
     };
     let established = *established;
+    note_login(&established, shared, log, tap);
+    // Listed until the legs (declared after it, dropped before it) are closed.
+    let server_id = established.greeting.connection_id;
+    let _listed = shared.kills.list(server_id);
+    let mut session = established.session;
+    let mut legs = Legs {
+        client: established.client,
+        upstream: established.upstream,
+        client_pending: established.client_pending,
+        upstream_pending: established.upstream_pending,
+    };
+    let inject = shared.inject.as_ref().map(|control| InjectBinding::new(control.clone(), conn_id));
+    let settings = PumpSettings {
+        buffer_size: config.relay.buffer_size.0 as usize,
+        idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
+        query_timeout: Some(config.limits.query_timeout.0).filter(|d| !d.is_zero()),
+        budget: shared.buffers.clone(),
+        local: shared.local.clone().map(|answers| (answers, conn_id)),
+        kills: Some((shared.kills.clone(), server_id)),
+    };
+    let pumped = pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await;
+    tell_how_it_ended(pumped, &mut legs, &session, tap, config, log).await
+}
+
+/// Logs the login, counts it, and tells the observers who logged in over which legs.
+fn note_login(established: &Established, shared: &Shared, log: &tracing::Span, tap: &mut Observers) {
     tracing::debug!(
         parent: log,
         user = %established.response.user,
@@ -153,26 +181,20 @@ async fn run(
     ]);
     tap.0.set_legs(legs);
     Observer::identity(&mut tap.0, established.session.identity());
-    // Listed until the legs (declared after it, dropped before it) are closed.
-    let server_id = established.greeting.connection_id;
-    let _listed = shared.kills.list(server_id);
-    let mut session = established.session;
-    let mut legs = Legs {
-        client: established.client,
-        upstream: established.upstream,
-        client_pending: established.client_pending,
-        upstream_pending: established.upstream_pending,
-    };
-    let inject = shared.inject.as_ref().map(|control| InjectBinding::new(control.clone(), conn_id));
-    let settings = PumpSettings {
-        buffer_size: config.relay.buffer_size.0 as usize,
-        idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
-        query_timeout: Some(config.limits.query_timeout.0).filter(|d| !d.is_zero()),
-        budget: shared.buffers.clone(),
-        local: shared.local.clone().map(|answers| (answers, conn_id)),
-        kills: Some((shared.kills.clone(), server_id)),
-    };
-    let ended = match pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await {
+}
+
+/// What the pump's end means for the client: a long hop gone dark or a command past
+/// `limits.query_timeout` is told why in place of the answer it waits for; an idle
+/// connection past `limits.idle_timeout` is logged.
+async fn tell_how_it_ended(
+    pumped: Result<Ended, RelayError>,
+    legs: &mut Legs,
+    session: &crate::protocol::Session,
+    tap: &mut Observers,
+    config: &rttscope_config::Config,
+    log: &tracing::Span,
+) -> Result<Outcome, RelayError> {
+    let ended = match pumped {
         // TCP_USER_TIMEOUT (or keepalive) declared the long hop dead: a blackholed path,
         // not a peer that hung up and not a protocol error. The client would otherwise see
         // a bare close; it is told why in place of the answer it waits for.
@@ -189,7 +211,7 @@ async fn run(
                 config.upstream.address,
                 humantime::format_duration(config.relay.user_timeout.0)
             );
-            tell_client(&mut legs, &session, codes::NET_READ_INTERRUPTED, "08S01", &message, config).await;
+            tell_client(legs, session, codes::NET_READ_INTERRUPTED, "08S01", &message, config).await;
             return Ok(Outcome::UpstreamTimedOut);
         }
         ended => ended?,
@@ -212,11 +234,32 @@ async fn run(
                 "rttscope: no response within limits.query_timeout ({})",
                 humantime::format_duration(config.limits.query_timeout.0)
             );
-            tell_client(&mut legs, &session, codes::STATEMENT_TIMEOUT, "70100", &message, config).await;
+            tell_client(legs, session, codes::STATEMENT_TIMEOUT, "70100", &message, config).await;
         }
         _ => {}
     }
     Ok(Outcome::Pumped(ended))
+}
+
+/// A slot of the connection phase (`limits.max_connecting`), then the upstream dialled; or
+/// why the client is turned away, counted before the client hears it (and logged once it
+/// has: rttscope's own fd limit included, the refusal saying to raise `ulimit -n`).
+async fn reach_upstream(shared: &Shared) -> Result<(Slot, TcpStream, SocketAddr), Refusal> {
+    let limits = &shared.config.limits;
+    let Some(slot) = shared.connecting.enter(limits.connect_timeout.0).await else {
+        shared.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
+        return Err(Refusal::TooManyConnecting { max: limits.connecting_slots() });
+    };
+    match dial(&shared.config.upstream.address, &shared.config.relay, limits.connect_timeout.0).await {
+        Ok((upstream, addr)) => Ok((slot, upstream, addr)),
+        Err(e) => {
+            let refusal = Refusal::from(e);
+            if refusal.is_upstream() {
+                shared.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(refusal)
+        }
+    }
 }
 
 /// The response the client waits for: an ERR in its place, with the sequence id the

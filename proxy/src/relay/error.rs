@@ -21,9 +21,11 @@ pub enum RelayError {
     /// The upstream server went away or its socket failed.
     #[error("upstream connection: {0}")]
     Upstream(#[source] io::Error),
-    /// A step of the connection phase took too long (`limits.handshake_timeout`).
-    #[error("{0} did not arrive within {1:?} (limits.handshake_timeout)")]
-    Timeout(&'static str, std::time::Duration),
+    /// A step of the connection phase took too long: what did not arrive, the limit, and
+    /// the config key that set it (`limits.connect_timeout` for the server's greeting,
+    /// `limits.handshake_timeout` for later steps).
+    #[error("{0} did not arrive within {1:?} ({2})")]
+    Timeout(&'static str, std::time::Duration, &'static str),
 }
 
 impl RelayError {
@@ -109,9 +111,33 @@ pub enum Refusal {
     /// TLS with the client failed.
     #[error("TLS handshake with the client failed: {0}")]
     ClientTls(String),
+    /// The client hung up right after its TLS handshake, before its login.
+    #[error("the client hung up right after its TLS handshake: {0}")]
+    HungUpAfterTls(String),
     /// The client's handshake response could not be read.
     #[error("{0}")]
     BadHandshake(DecodeError),
+    /// The client kept the connection phase waiting: no answer to the greeting within
+    /// `limits.first_byte_timeout`, a stalled TLS handshake or response, or silence past the
+    /// contended grace while other clients waited for its slot.
+    #[error("{what} did not come within {} ({why})", humantime::format_duration(*.waited))]
+    ClientSilent {
+        /// What rttscope waited for.
+        what: &'static str,
+        /// How long it waited.
+        waited: std::time::Duration,
+        /// Why that long: the config key.
+        why: &'static str,
+    },
+    /// More clients in the connection phase than `limits.max_connecting`, for longer than
+    /// `limits.connect_timeout`.
+    #[error(
+        "too many clients logging in at once (limits.max_connecting = {max}), none finished within limits.connect_timeout; try again"
+    )]
+    TooManyConnecting {
+        /// The limit.
+        max: u32,
+    },
     /// More clients than `limits.max_connections`.
     #[error("too many connections (limits.max_connections = {max})")]
     TooManyConnections {
@@ -151,10 +177,14 @@ impl Refusal {
             | Refusal::LoginStalled { .. }
             | Refusal::LostDuringLogin { .. } => codes::UPSTREAM_UNREACHABLE,
             Refusal::CredentialsInClear { .. } | Refusal::TlsRequired => codes::SECURE_TRANSPORT_REQUIRED,
-            Refusal::TlsOff | Refusal::ClientTls(_) => codes::HANDSHAKE_ERROR,
+            Refusal::TlsOff | Refusal::ClientTls(_) | Refusal::HungUpAfterTls(_) | Refusal::ClientSilent { .. } => {
+                codes::HANDSHAKE_ERROR
+            }
             Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
             Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
-            Refusal::TooManyConnections { .. } | Refusal::FdLimit { .. } => codes::TOO_MANY_CONNECTIONS,
+            Refusal::TooManyConnections { .. } | Refusal::TooManyConnecting { .. } | Refusal::FdLimit { .. } => {
+                codes::TOO_MANY_CONNECTIONS
+            }
         }
     }
 

@@ -1,40 +1,55 @@
-//! The connection phase, from the server's greeting to its OK. rttscope offers the client
-//! TLS of its own, decides the long hop's TLS and compression (`upstream.tls`,
-//! `upstream.compression`), and relays the login between legs that may differ — each with
-//! its own TLS, compression and so sequence ids — rewriting each packet's sequence id for
-//! the other leg. The auth exchange itself (any plugin, auth switch, caching_sha2's full
-//! auth) is relayed, never re-implemented; the session state machine follows it as the
-//! client sees it, so the login is recorded like any command.
+//! The connection phase, from the server's greeting to its OK, in four steps:
 //!
-//! Every packet here is small and read whole (at most [`MAX_HANDSHAKE_LEN`]); every step
+//! 1. `relay_greeting`: the server's greeting goes to the client with the capabilities
+//!    rttscope can carry (TLS of its own, compression as the server offers it);
+//! 2. `read_client_response`: the client answers within `limits.first_byte_timeout` (an
+//!    SSLRequest, then TLS with rttscope, or its handshake response, after a PROXY header
+//!    if a load balancer sent one); a client that keeps the phase waiting while others wait
+//!    for its slot gives the slot up (`connecting`);
+//! 3. `long_hop`: TLS and compression towards the server as `upstream.tls` and
+//!    `upstream.compression` decide, and the response rewritten for that leg;
+//! 4. `log_in`: the auth exchange (`auth`) relayed between legs that may differ — each with
+//!    its own TLS, compression and so sequence ids — never re-implemented (any plugin, auth
+//!    switch, caching_sha2's full auth); the session state machine follows it as the
+//!    client sees it, so the login is recorded like any command.
+//!
+//! Every packet here is small and read whole (at most [`MAX_HANDSHAKE_LEN`](crate::protocol::handshake::MAX_HANDSHAKE_LEN)); every step
 //! has a deadline; every refusal reaches the client as an ERR packet.
 
-use std::os::fd::AsFd;
+mod auth;
+mod io;
+mod long_hop;
+
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use rttscope_config::{UpstreamCompression, UpstreamTlsMode};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use rttscope_config::UpstreamCompression;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::RelayStats;
+use super::connecting::Gate;
 use super::error::{Refusal, RelayError};
-use super::leg::{Leg, Transport, UpstreamSocket};
+use super::leg::{Leg, Transport};
 use super::proxy_header::{First, read_first_client_packet};
 use super::pump::Observers;
 use super::timers;
 use super::tls::{ClientSideTls, TlsInfo, UpstreamSideTls};
 use crate::inject::{InjectBinding, InjectControl};
 use crate::live::Legs;
-use crate::protocol::compress::Algorithm;
 use crate::protocol::constants::capability::*;
 use crate::protocol::constants::header;
-use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, MAX_HANDSHAKE_LEN, is_ssl_request, negotiated};
+use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, is_ssl_request, negotiated};
 use crate::protocol::packets::ErrPacket;
-use crate::protocol::{DecodeError, Direction, Identity, Observer, PacketScanner, Peer, Session, framing};
+use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session};
 use crate::record::{Tap, micros};
+use auth::{Framed, relay_auth};
+use io::{packet, read_packet, send, within};
+pub(super) use io::{read_payload, write_all};
+use long_hop::{LongHop, LongHopPlan};
 
 /// What the connection phase needs to know.
 pub(super) struct Settings<'a> {
@@ -47,8 +62,13 @@ pub(super) struct Settings<'a> {
     /// How long the server may take to greet once dialled (`limits.connect_timeout`: a
     /// server that accepts and says nothing is as unreachable as one that does not answer).
     pub greeting_timeout: Duration,
+    /// How long the client may take to answer the greeting (`limits.first_byte_timeout`).
+    pub first_byte_timeout: Duration,
     /// Deadline of each later step (`limits.handshake_timeout`).
     pub timeout: Duration,
+    /// The connection phase's slots (`limits.max_connecting`): while newcomers wait for
+    /// one, a client that keeps this connection waiting gives its slot up.
+    pub gate: Option<&'a Gate>,
     /// SQL bytes the session captures per command.
     pub capture_limit: usize,
     /// The upstream, for messages.
@@ -99,247 +119,282 @@ pub(super) struct Established {
     pub upstream_pending: Vec<u8>,
 }
 
-/// Runs the connection phase over a dialled `upstream`.
+/// A step of the connection phase: on to the next one, or the end of the phase (the
+/// client told, or the bytes relayed unread from here).
+type Step<T> = ControlFlow<Handshake, T>;
+
+/// A leg as the pump takes it, and what was read on it beyond the login.
+type LegAndPending = (Leg, Vec<u8>);
+
+/// The value of a step that went on; the end of the phase is returned as it is.
+macro_rules! step {
+    ($step:expr) => {
+        match $step? {
+            ControlFlow::Continue(value) => value,
+            ControlFlow::Break(end) => return Ok(end),
+        }
+    };
+}
+
+/// Runs the connection phase over a dialled `upstream`: the greeting to the client, the
+/// client's answer (after TLS, if it asks), the long hop (its own TLS and compression),
+/// then the login, relayed until the server's OK or ERR.
 pub(super) async fn handshake(
     client: Transport,
-    mut upstream: TcpStream,
+    upstream: TcpStream,
     s: &Settings<'_>,
     tap: &mut Observers,
 ) -> Result<Handshake, RelayError> {
-    let mut client = client;
-    // The greeting. Until the client has seen one, it can still be told anything.
-    let (seq, mut greeting_payload) =
-        match within(s.greeting_timeout, "server greeting", read_packet(&mut upstream, Peer::Upstream)).await {
-            Ok(packet) => packet,
-            Err(e @ RelayError::Client(_)) => return Err(e),
-            Err(e) => {
-                return s
-                    .refuse(
-                        &mut client,
-                        0,
-                        false,
-                        Refusal::NoGreeting { upstream: s.upstream.clone(), reason: e.to_string() },
-                    )
-                    .await;
-            }
-        };
-    if greeting_payload.first() == Some(&header::ERR) {
-        if let Some(err) = ErrPacket::parse(&greeting_payload) {
-            let message = String::from_utf8_lossy(greeting_payload.get(3..).unwrap_or_default()).into_owned();
+    let greeted = step!(relay_greeting(client, upstream, s, tap).await);
+    let (mut answered, upstream) = step!(read_client_response(greeted, s).await);
+    let plan = step!(long_hop::plan(&mut answered, s).await);
+    let upstream = step!(long_hop::open(upstream, &mut answered, &plan, s).await);
+    log_in(answered, plan, upstream, s, tap).await
+}
+
+/// The greeting went to the client.
+struct Greeted {
+    client: Transport,
+    upstream: TcpStream,
+    greeting: HandshakeV10,
+    /// Its length, for the session's byte counts.
+    greeting_len: usize,
+    /// The server's capabilities, as it greeted (the greeting's own are the offered ones).
+    server_caps: u64,
+    /// The capabilities the client was offered.
+    offered: u64,
+    /// When the client had it: its silence counts from here.
+    at: Instant,
+}
+
+/// The client's handshake response, read (over the client's TLS, if it asked for it).
+struct Answered {
+    client: Transport,
+    greeting: HandshakeV10,
+    greeting_len: usize,
+    server_caps: u64,
+    client_tls: Option<TlsInfo>,
+    /// Its sequence id and payload, as the client sent them.
+    seq: u8,
+    payload: Vec<u8>,
+    response: HandshakeResponse41,
+    /// What the client and rttscope agreed on.
+    client_caps: u64,
+}
+
+/// Reads the server's greeting and passes it to the client with the capabilities rttscope
+/// can carry. An ERR instead of a greeting goes to the client as the server's refusal; a
+/// greeting rttscope does not understand goes as it is, and the phase ends unread.
+async fn relay_greeting(
+    mut client: Transport,
+    mut upstream: TcpStream,
+    s: &Settings<'_>,
+    tap: &mut Observers,
+) -> Result<Step<Greeted>, RelayError> {
+    // Until the client has seen a greeting, it can still be told anything.
+    let read = within(
+        s.greeting_timeout,
+        "server greeting",
+        "limits.connect_timeout",
+        read_packet(&mut upstream, Peer::Upstream),
+    );
+    let (seq, mut payload) = match read.await {
+        Ok(packet) => packet,
+        Err(e @ RelayError::Client(_)) => return Err(e),
+        Err(e) => {
+            let refusal = Refusal::NoGreeting { upstream: s.upstream.clone(), reason: e.to_string() };
+            return s.refuse(&mut client, 0, false, refusal).await.map(Break);
+        }
+    };
+    if payload.first() == Some(&header::ERR) {
+        if let Some(err) = ErrPacket::parse(&payload) {
+            let message = String::from_utf8_lossy(payload.get(3..).unwrap_or_default()).into_owned();
             tracing::info!(code = err.code, %message, "upstream refused the connection");
         }
-        send(&mut client, seq, &greeting_payload, Peer::Client).await?;
-        return Ok(Handshake::Ended(Ending::RefusedByUpstream));
+        send(&mut client, seq, &payload, Peer::Client).await?;
+        return Ok(Break(Handshake::Ended(Ending::RefusedByUpstream)));
     }
-    let mut greeting = match HandshakeV10::parse(&greeting_payload) {
+    let mut greeting = match HandshakeV10::parse(&payload) {
         Ok(greeting) => greeting,
         Err(e) => {
             // Not understood is no reason to refuse: the client gets it as it is, and
             // bytes go both ways unread.
             tap.desync(e.kind());
-            send(&mut client, seq, &greeting_payload, Peer::Client).await?;
-            return Ok(Handshake::Opaque { client, upstream });
+            send(&mut client, seq, &payload, Peer::Client).await?;
+            return Ok(Break(Handshake::Opaque { client, upstream }));
         }
     };
     let server_caps = greeting.capabilities;
-    // What the client may use: the server's capabilities, compression as the server
-    // offers it, and TLS — which rttscope terminates itself — when the long hop can
-    // carry on what the client protects: the server offers TLS, or the config says
-    // the long hop is plain (`upstream.tls.mode: disabled`) or clients must use TLS
-    // (`listen.tls.mode: required`). A client that would talk plain to this server
-    // directly (it offers no TLS) then talks plain to rttscope too.
+    let offered = offered_to_client(s, server_caps);
+    greeting.set_capabilities(&mut payload, offered);
+    send(&mut client, seq, &payload, Peer::Client).await?;
+    let greeting_len = payload.len();
+    let greeted = Greeted { client, upstream, greeting, greeting_len, server_caps, offered, at: Instant::now() };
+    Ok(Continue(greeted))
+}
+
+/// What the client may use: the server's capabilities, compression as the server offers
+/// it, and TLS — which rttscope terminates itself — when the long hop can carry on what the
+/// client protects: the server offers TLS, or the config says the long hop is plain
+/// (`upstream.tls.mode: disabled`) or clients must use TLS (`listen.tls.mode: required`). A
+/// client that would talk plain to this server directly (it offers no TLS) then talks plain
+/// to rttscope too.
+fn offered_to_client(s: &Settings<'_>, server_caps: u64) -> u64 {
     let mut offered = server_caps & !MASKED & !CLIENT_SSL;
     if let Some(tls) = s.client_tls
         && (server_caps & CLIENT_SSL != 0 || s.upstream_tls.is_none() || tls.required)
     {
         offered |= CLIENT_SSL;
     }
-    greeting.set_capabilities(&mut greeting_payload, offered);
-    let greeting_len = greeting_payload.len();
-    send(&mut client, seq, &greeting_payload, Peer::Client).await?;
+    offered
+}
 
-    // The client's answer: an SSLRequest first, or its handshake response — after a PROXY
-    // protocol header, if a load balancer in front of rttscope sent one.
+/// The client's answer: an SSLRequest first (then TLS, then its handshake response), or its
+/// handshake response — after a PROXY protocol header, if a load balancer in front of
+/// rttscope sent one. A client that keeps rttscope waiting past `first_byte_timeout` (or
+/// past the contended grace while others wait for its slot) is told and closed.
+async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step<(Answered, TcpStream)>, RelayError> {
+    let Greeted { mut client, mut upstream, greeting, greeting_len, server_caps, offered, at } = greeted;
     let first = read_first_client_packet(&mut client, &mut upstream);
-    let (mut seq, mut payload) = match within(s.timeout, "handshake response", first).await {
-        Ok(First::Packet(seq, payload)) => (seq, payload),
+    let waited = s.wait_for_client(
+        "the client's answer to the greeting",
+        at,
+        s.first_byte_timeout,
+        "limits.first_byte_timeout",
+        first,
+    );
+    let (mut seq, mut payload) = match waited.await {
+        Ok(Ok(First::Packet(seq, payload))) => (seq, payload),
         // A PROXY header rttscope cannot read went on as it was: the server judges it.
-        Ok(First::Opaque) => return Ok(Handshake::Opaque { client, upstream }),
+        Ok(Ok(First::Opaque)) => return Ok(Break(Handshake::Opaque { client, upstream })),
         // Too large to be a handshake: say so (the client still reads), and close.
-        Err(RelayError::Decode(e @ DecodeError::HandshakeTooLarge { .. })) => {
-            return s.refuse(&mut client, 2, true, Refusal::BadHandshake(e)).await;
+        Ok(Err(RelayError::Decode(e @ DecodeError::HandshakeTooLarge { .. }))) => {
+            return s.refuse(&mut client, 2, true, Refusal::BadHandshake(e)).await.map(Break);
         }
-        Err(e) => return Err(e),
+        Ok(Err(e)) => return Err(e),
+        Err(silent) => return s.refuse(&mut client, 2, true, silent).await.map(Break),
     };
     let mut client_tls = None;
     if is_ssl_request(&payload) {
-        let Some(tls) = s.client_tls else {
-            return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsOff).await;
+        (client, client_tls) = match accept_client_tls(client, seq, s).await? {
+            Continue((stream, info)) => (stream, Some(info)),
+            Break(end) => return Ok(Break(end)),
         };
-        let Transport::Tcp(tcp) = client else {
-            return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsOff).await;
-        };
-        let accepted = timers::timeout(s.timeout, tls.acceptor.accept(tcp)).await;
-        let stream = match accepted {
-            Ok(Ok(stream)) => stream,
-            // Nothing can reach a client whose TLS handshake failed: log and close.
-            Ok(Err(e)) => return Ok(Handshake::Ended(Ending::Refused(Refusal::ClientTls(e.to_string())))),
-            Err(_) => return Err(RelayError::Timeout("client TLS handshake", s.timeout)),
-        };
-        client_tls = Some(TlsInfo::of(stream.get_ref().1));
-        client = Transport::ServerTls(Box::new(stream));
-        (seq, payload) = match within(s.timeout, "handshake response", read_packet(&mut client, Peer::Client)).await {
-            Ok(packet) => packet,
-            Err(RelayError::Decode(e @ DecodeError::HandshakeTooLarge { .. })) => {
-                return s.refuse(&mut client, 3, true, Refusal::BadHandshake(e)).await;
+        let read = s.wait_for_client(
+            "the handshake response",
+            Instant::now(),
+            s.timeout,
+            "limits.handshake_timeout",
+            read_packet(&mut client, Peer::Client),
+        );
+        (seq, payload) = match read.await {
+            Ok(Ok(packet)) => packet,
+            Ok(Err(RelayError::Decode(e @ DecodeError::HandshakeTooLarge { .. }))) => {
+                return s.refuse(&mut client, 3, true, Refusal::BadHandshake(e)).await.map(Break);
             }
-            Err(e) => return Err(e),
+            // Nothing can reach it: said in the log, with the CA it may want.
+            Ok(Err(e)) if e.is_hangup() && matches!(e, RelayError::Client(_)) => {
+                let why = s.client_tls.map(ClientSideTls::explain_hangup_after_tls).unwrap_or_default();
+                return Ok(Break(Handshake::Ended(Ending::Refused(Refusal::HungUpAfterTls(why)))));
+            }
+            Ok(Err(e)) => return Err(e),
+            // In place of the server's answer to the response that did not come.
+            Err(silent) => return s.refuse(&mut client, seq.wrapping_add(2), true, silent).await.map(Break),
         };
     } else if s.client_tls.is_some_and(|t| t.required) && matches!(client, Transport::Tcp(_)) {
-        return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsRequired).await;
+        return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsRequired).await.map(Break);
     }
-    let mut response = match HandshakeResponse41::parse(&payload) {
+    let response = match HandshakeResponse41::parse(&payload) {
         Ok(response) => response,
-        Err(e) => return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::BadHandshake(e)).await,
+        Err(e) => return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::BadHandshake(e)).await.map(Break),
     };
     let client_caps = negotiated(offered, response.capabilities);
+    let answered =
+        Answered { client, greeting, greeting_len, server_caps, client_tls, seq, payload, response, client_caps };
+    Ok(Continue((answered, upstream)))
+}
 
-    // The long hop: TLS as upstream.tls.mode says, compression as upstream.compression.
-    let use_tls = match upstream_tls(s, server_caps, client_tls.is_some()) {
-        Ok(use_tls) => use_tls,
-        Err(refusal) => return s.refuse(&mut client, seq.wrapping_add(1), true, refusal).await,
+/// TLS with a client that sent an SSLRequest (sequence id `seq`): its stream and what it
+/// negotiated. A client whose TLS handshake failed cannot be told anything: logged, closed.
+async fn accept_client_tls(
+    mut client: Transport,
+    seq: u8,
+    s: &Settings<'_>,
+) -> Result<Step<(Transport, TlsInfo)>, RelayError> {
+    let Some(tls) = s.client_tls else {
+        return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsOff).await.map(Break);
     };
-    let client_algorithm = algorithm(client_caps, response.zstd_level);
-    let upstream_algorithm = upstream_compression(s.compression, client_algorithm, server_caps, &s.upstream);
-    let mut upstream_caps =
-        (response.capabilities & !PER_LEG & !MASKED) | if use_tls.is_some() { CLIENT_SSL } else { 0 };
-    let mut level = None;
-    match upstream_algorithm {
-        Some(Algorithm::Zlib) => upstream_caps |= CLIENT_COMPRESS,
-        Some(Algorithm::Zstd { level: l }) => {
-            upstream_caps |= CLIENT_ZSTD_COMPRESSION_ALGORITHM;
-            level = Some(l);
-        }
-        None => {}
-    }
-    let client_response = response.clone();
-    let mut upstream_payload = payload.clone();
-    response.rewrite(&mut upstream_payload, upstream_caps, level);
-    let mut upstream_seq = 1;
-    let mut upstream_tls_info = None;
-    let upstream = match use_tls {
-        Some(tls) => {
-            // A second handle on the socket, to read what the server said if the TLS handshake
-            // fails: a server that refuses the client (a host blocked or not allowed, named by a
-            // PROXY header) sends an ERR and closes — before the SSLRequest is even written,
-            // or in answer to it.
-            let witness = upstream.as_fd().try_clone_to_owned().ok().map(std::net::TcpStream::from);
-            let ssl_request = HandshakeResponse41::ssl_request(&upstream_payload);
-            if let Err(e) = send(&mut upstream, upstream_seq, &ssl_request, Peer::Upstream).await {
-                if let Some(err) = witness.as_ref().and_then(server_refusal) {
-                    return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
-                }
-                return Err(e);
-            }
-            upstream_seq += 1;
-            // In TLS the client speaks first: anything the server sent already is a refusal.
-            if let Some(err) = witness.as_ref().and_then(server_refusal) {
-                return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
-            }
-            // Over a socket that keeps what the server sends until the handshake is done: an
-            // ERR the server sends after the ClientHello went out is read by rustls, as a
-            // broken record, and would be lost.
-            let connect = tls.connector.connect(tls.server_name.clone(), UpstreamSocket::new(upstream));
-            let handshake = match timers::timeout(s.timeout, connect.into_fallible()).await {
-                Ok(Ok(mut stream)) => {
-                    stream.get_mut().0.handshake_done();
-                    upstream_tls_info = Some(TlsInfo::of(stream.get_ref().1));
-                    Ok(stream)
-                }
-                Ok(Err((e, socket))) => {
-                    // Only when the server broke the handshake off (a reset, a close, bytes that
-                    // are not TLS): when rustls refused the server (a certificate, an alert),
-                    // the server's answer to the aborted handshake (1043 Bad handshake) is not
-                    // the news; the reason rustls gives is.
-                    let server_broke_off = match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
-                        None => true,
-                        Some(inner) => matches!(inner, rustls::Error::InvalidMessage(_)),
-                    };
-                    // The server's ERR: read by rustls (kept by the socket), or still unread.
-                    let err = server_broke_off
-                        .then(|| err_payload(socket.seen()).or_else(|| witness.as_ref().and_then(server_refusal)))
-                        .flatten();
-                    if let Some(err) = err {
-                        tracing::debug!(error = %e, "the server answered the TLS request with an ERR: relayed");
-                        return relay_refusal(&mut client, seq.wrapping_add(1), &err).await;
-                    }
-                    Err(format!("TLS handshake failed: {e}"))
-                }
-                Err(_) => Err(format!("TLS handshake did not finish within {:?}", s.timeout)),
-            };
-            match handshake {
-                Ok(stream) => Transport::ClientTls(Box::new(stream)),
-                Err(reason) => {
-                    let refusal = Refusal::UpstreamTls { upstream: s.upstream.clone(), reason };
-                    return s.refuse(&mut client, seq.wrapping_add(1), true, refusal).await;
-                }
-            }
-        }
-        None => Transport::Tcp(upstream),
+    let Transport::Tcp(tcp) = client else {
+        return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::TlsOff).await.map(Break);
     };
-    let mut upstream = upstream;
-    match send(&mut upstream, upstream_seq, &upstream_payload, Peer::Upstream).await {
-        Err(RelayError::Upstream(e)) => {
-            return s.refuse(&mut client, seq.wrapping_add(1), true, s.lost_during_login(&e)).await;
+    let accept =
+        s.wait_for_client("the client's TLS handshake", Instant::now(), s.timeout, "limits.handshake_timeout", async {
+            tls.acceptor.accept(tcp).await.map_err(RelayError::Client)
+        });
+    match accept.await {
+        Ok(Ok(stream)) => {
+            let info = TlsInfo::of(stream.get_ref().1);
+            Ok(Continue((Transport::ServerTls(Box::new(stream)), info)))
         }
-        sent => sent?,
+        Ok(Err(RelayError::Client(e))) => {
+            Ok(Break(Handshake::Ended(Ending::Refused(Refusal::ClientTls(tls.explain_failure(&e))))))
+        }
+        Ok(Err(e)) => Err(e),
+        Err(silent) => Ok(Break(Handshake::Ended(Ending::Refused(silent)))),
     }
+}
 
-    // The auth exchange, followed as the client sees it.
-    let identity = Identity {
-        user: Arc::from(client_response.user.as_str()),
-        schema: client_response.schema.as_deref().map(Arc::from),
-    };
+/// The login, relayed until the server's OK (the pump takes over) or ERR (relayed, the
+/// phase ends). The login pays the emulated link's round trips, as commands do.
+async fn log_in(
+    a: Answered,
+    plan: LongHopPlan<'_>,
+    upstream: LongHop,
+    s: &Settings<'_>,
+    tap: &mut Observers,
+) -> Result<Handshake, RelayError> {
+    let identity =
+        Identity { user: Arc::from(a.response.user.as_str()), schema: a.response.schema.as_deref().map(Arc::from) };
     // On an emulated link the login pays its round trips: the TCP handshake and the
     // greeting (two, paid now that the scope's user is known), TLS's (one or two), and one
     // per auth exchange (in relay_auth).
     let rtt = s.inject.map_or(Duration::ZERO, |(control, conn_id)| emulated_rtt(control, conn_id, &identity));
     let mut held = Duration::ZERO;
     if !rtt.is_zero() {
-        let tls_round_trips = upstream_tls_info.as_ref().map_or(0, TlsInfo::handshake_round_trips);
+        let tls_round_trips = upstream.tls.as_ref().map_or(0, TlsInfo::handshake_round_trips);
         held = rtt * (2 + tls_round_trips);
         timers::sleep(held).await;
     }
     let legs = Legs {
-        client_tls,
-        upstream_tls: upstream_tls_info,
-        client_compression: client_algorithm.map(|a| a.to_string()),
-        upstream_compression: upstream_algorithm.map(|a| a.to_string()),
-        client_library: client_library(&client_response),
-        client_program: client_response.attribute("program_name").map(str::to_owned),
+        client_tls: a.client_tls,
+        upstream_tls: upstream.tls,
+        client_compression: plan.client_algorithm.map(|a| a.to_string()),
+        upstream_compression: plan.upstream_algorithm.map(|a| a.to_string()),
+        client_library: client_library(&a.response),
+        client_program: a.response.attribute("program_name").map(str::to_owned),
     };
     // Who connected, before the login's own record: observers file it under them.
-    tap.connected(s.peer, &client_response, &legs);
+    tap.connected(s.peer, &a.response, &legs);
     // The response as the client sent it, held for what the link charged so far.
     let now = Instant::now();
-    tap.arrived(Direction::ToUpstream, micros(now.checked_sub(held).unwrap_or(now)), micros(now), 4 + payload.len());
+    tap.arrived(Direction::ToUpstream, micros(now.checked_sub(held).unwrap_or(now)), micros(now), 4 + a.payload.len());
     let mut session =
-        Session::after_handshake(identity, client_caps, greeting_len, seq, payload.len(), s.capture_limit, tap);
-    let mut client = Framed::new(client);
-    let mut upstream = Framed::new(upstream);
-    let delta = upstream_seq.wrapping_sub(seq);
-    let auth = relay_auth(&mut client, &mut upstream, delta, rtt, &mut session, tap);
+        Session::after_handshake(identity, a.client_caps, a.greeting_len, a.seq, a.payload.len(), s.capture_limit, tap);
+    let mut client = Framed::new(a.client);
+    let mut upstream_io = Framed::new(upstream.io);
+    let delta = upstream.seq.wrapping_sub(a.seq);
+    let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, &mut session, tap);
     let logged_in = match timers::timeout(s.timeout, auth).await {
         // The client waits for the login's answer: a reset or a close from the server
         // becomes an ERR saying so, as a stalled login does.
         Ok(Err(RelayError::Upstream(e))) => {
-            let seq = session.response_seq().unwrap_or(seq.wrapping_add(1));
+            let seq = session.response_seq().unwrap_or(a.seq.wrapping_add(1));
             return s.refuse(&mut client.io, seq, true, s.lost_during_login(&e)).await;
         }
         Ok(logged_in) => logged_in?,
         // The client still waits for the login's answer: tell it in its place.
         Err(_) => {
-            let seq = session.response_seq().unwrap_or(seq.wrapping_add(1));
+            let seq = session.response_seq().unwrap_or(a.seq.wrapping_add(1));
             let refusal = Refusal::LoginStalled { upstream: s.upstream.clone(), timeout: s.timeout };
             return s.refuse(&mut client.io, seq, true, refusal).await;
         }
@@ -347,26 +402,37 @@ pub(super) async fn handshake(
     if !logged_in {
         return Ok(Handshake::Ended(Ending::LoginFailed));
     }
-    let (client_io, mut client_pending) = client.into_parts();
-    let (upstream_io, mut upstream_pending) = upstream.into_parts();
-    let mut client = Leg::new(client_io);
-    let mut upstream = Leg::new(upstream_io);
-    if let Some(algorithm) = client_algorithm {
-        client.compress(algorithm, &std::mem::take(&mut client_pending)).map_err(RelayError::Client)?;
-    }
-    if let Some(algorithm) = upstream_algorithm {
-        upstream.compress(algorithm, &std::mem::take(&mut upstream_pending)).map_err(RelayError::Upstream)?;
-    }
+    let ((client, client_pending), (upstream, upstream_pending)) = compressed_legs(client, upstream_io, &plan)?;
     Ok(Handshake::Established(Box::new(Established {
         client,
         upstream,
         session,
-        greeting,
-        response: client_response,
+        greeting: a.greeting,
+        response: a.response,
         legs,
         client_pending,
         upstream_pending,
     })))
+}
+
+/// Both legs as the pump takes them, each compressed as negotiated, with what was read
+/// beyond the login (compressed already, if the leg is).
+fn compressed_legs(
+    client: Framed,
+    upstream: Framed,
+    plan: &LongHopPlan<'_>,
+) -> Result<(LegAndPending, LegAndPending), RelayError> {
+    let (client_io, mut client_pending) = client.into_parts();
+    let (upstream_io, mut upstream_pending) = upstream.into_parts();
+    let mut client = Leg::new(client_io);
+    let mut upstream = Leg::new(upstream_io);
+    if let Some(algorithm) = plan.client_algorithm {
+        client.compress(algorithm, &std::mem::take(&mut client_pending)).map_err(RelayError::Client)?;
+    }
+    if let Some(algorithm) = plan.upstream_algorithm {
+        upstream.compress(algorithm, &std::mem::take(&mut upstream_pending)).map_err(RelayError::Upstream)?;
+    }
+    Ok(((client, client_pending), (upstream, upstream_pending)))
 }
 
 /// The emulated link's round trip for this connection, if it is in scope.
@@ -384,179 +450,35 @@ fn client_library(response: &HandshakeResponse41) -> Option<String> {
     })
 }
 
-/// The TLS to use towards a server with `server_caps`, or why the login cannot go on.
-fn upstream_tls<'a>(
-    s: &Settings<'a>,
-    server_caps: u64,
-    client_used_tls: bool,
-) -> Result<Option<&'a UpstreamSideTls>, Refusal> {
-    let Some(tls) = s.upstream_tls else {
-        // upstream.tls.mode: disabled, said explicitly (and warned about at start).
-        return Ok(None);
-    };
-    if server_caps & CLIENT_SSL != 0 {
-        return Ok(Some(tls));
-    }
-    if tls.mode != UpstreamTlsMode::Preferred {
-        let reason = format!("the server offers no TLS and upstream.tls.mode is {}", mode_name(tls.mode));
-        return Err(Refusal::UpstreamTls { upstream: s.upstream.clone(), reason });
-    }
-    if client_used_tls {
-        return Err(Refusal::CredentialsInClear { upstream: s.upstream.clone() });
-    }
-    Ok(None)
-}
-
-fn mode_name(mode: UpstreamTlsMode) -> &'static str {
-    match mode {
-        UpstreamTlsMode::Disabled => "disabled",
-        UpstreamTlsMode::Preferred => "preferred",
-        UpstreamTlsMode::Required => "required",
-        UpstreamTlsMode::VerifyCa => "verify-ca",
-        UpstreamTlsMode::VerifyIdentity => "verify-identity",
-    }
-}
-
-/// The compression a leg negotiated: zstd when both ends announced it, else zlib.
-fn algorithm(caps: u64, zstd_level: Option<u8>) -> Option<Algorithm> {
-    if caps & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0 {
-        // MySQL's default level when the client sent none.
-        Some(Algorithm::Zstd { level: zstd_level.filter(|l| (1..=22).contains(l)).unwrap_or(3) })
-    } else if caps & CLIENT_COMPRESS != 0 {
-        Some(Algorithm::Zlib)
-    } else {
-        None
-    }
-}
-
-/// Fallbacks already logged (once each, not per connection).
-static FELL_BACK_FROM_ZSTD: AtomicBool = AtomicBool::new(false);
-static FELL_BACK_FROM_ZLIB: AtomicBool = AtomicBool::new(false);
-
-/// The long hop's compression: as `mode` asks, as far as the server supports it.
-fn upstream_compression(
-    mode: UpstreamCompression,
-    client: Option<Algorithm>,
-    server_caps: u64,
-    upstream: &str,
-) -> Option<Algorithm> {
-    let wanted = match mode {
-        UpstreamCompression::Mirror => client?,
-        UpstreamCompression::Off => return None,
-        UpstreamCompression::Zlib => Algorithm::Zlib,
-        UpstreamCompression::Zstd => match client {
-            Some(zstd @ Algorithm::Zstd { .. }) => zstd,
-            _ => Algorithm::Zstd { level: 3 },
-        },
-    };
-    let zstd = server_caps & CLIENT_ZSTD_COMPRESSION_ALGORITHM != 0;
-    let zlib = server_caps & CLIENT_COMPRESS != 0;
-    match wanted {
-        Algorithm::Zstd { .. } if zstd => Some(wanted),
-        Algorithm::Zstd { .. } => {
-            if !FELL_BACK_FROM_ZSTD.swap(true, Ordering::Relaxed) {
-                tracing::warn!(%upstream, zlib, "upstream offers no zstd compression: the long hop uses {}", if zlib { "zlib" } else { "none" });
-            }
-            zlib.then_some(Algorithm::Zlib)
-        }
-        Algorithm::Zlib if zlib => Some(wanted),
-        Algorithm::Zlib => {
-            if !FELL_BACK_FROM_ZLIB.swap(true, Ordering::Relaxed) {
-                tracing::warn!(%upstream, "upstream offers no compression: the long hop is uncompressed");
-            }
-            None
-        }
-    }
-}
-
-/// Relays the auth exchange until the server's OK (true) or ERR (false). Either side may
-/// speak out of turn (caching_sha2's "fast auth done" is followed by the OK at once), so
-/// both are read at once.
-async fn relay_auth(
-    client: &mut Framed,
-    upstream: &mut Framed,
-    delta: u8,
-    rtt: Duration,
-    session: &mut Session,
-    tap: &mut Observers,
-) -> Result<bool, RelayError> {
-    let (mut client_view, mut upstream_view) = (PacketScanner::new(), PacketScanner::new());
-    // On an emulated link, the server's answer reaches the client one round trip after
-    // what it answers went upstream.
-    let mut sent = Instant::now();
-    loop {
-        while let Some((seq, payload)) = upstream.take_packet(Peer::Upstream)? {
-            let packet = packet(seq.wrapping_sub(delta), &payload);
-            let arrived = Instant::now();
-            let due = sent + rtt;
-            if due > arrived {
-                timers::sleep_until(due).await;
-            }
-            tap.arrived(Direction::ToClient, micros(arrived), micros(due.max(arrived)), packet.len());
-            upstream_view.scan(&packet, &mut session.upstream(tap));
-            write_all(&mut client.io, &packet, Peer::Client).await?;
-            if session.pending() == 0 {
-                return Ok(payload.first() == Some(&header::OK));
-            }
-        }
-        while let Some((seq, payload)) = client.take_packet(Peer::Client)? {
-            let packet = packet(seq, &payload);
-            let now = micros(Instant::now());
-            tap.arrived(Direction::ToUpstream, now, now, packet.len());
-            client_view.scan(&packet, &mut session.client(tap));
-            write_all(&mut upstream.io, &self::packet(seq.wrapping_add(delta), &payload), Peer::Upstream).await?;
-            sent = Instant::now();
-        }
-        tokio::select! {
-            filled = client.fill(Peer::Client) => filled?,
-            filled = upstream.fill(Peer::Upstream) => filled?,
-        }
-    }
-}
-
-/// A stream read whole packets at a time, with what was read beyond them kept.
-struct Framed {
-    io: Transport,
-    buf: Vec<u8>,
-}
-
-impl Framed {
-    fn new(io: Transport) -> Framed {
-        Framed { io, buf: Vec::with_capacity(1024) }
-    }
-
-    /// A complete packet from the buffer, if one is there.
-    fn take_packet(&mut self, from: Peer) -> Result<Option<(u8, Vec<u8>)>, RelayError> {
-        let Some(head) = self.buf.get(..4) else { return Ok(None) };
-        let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
-        if len > MAX_HANDSHAKE_LEN {
-            let head = [head[0], head[1], head[2], head[3]];
-            return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
-        }
-        if self.buf.len() < 4 + len {
-            return Ok(None);
-        }
-        let seq = head[3];
-        let payload = self.buf[4..4 + len].to_vec();
-        self.buf.drain(..4 + len);
-        Ok(Some((seq, payload)))
-    }
-
-    /// Reads more. Cancel-safe: what a read returns is in the buffer or was never read.
-    async fn fill(&mut self, from: Peer) -> Result<(), RelayError> {
-        let n = self.io.read_buf(&mut self.buf).await.map_err(|e| RelayError::io(from, e))?;
-        if n == 0 {
-            return Err(RelayError::io(from, std::io::ErrorKind::UnexpectedEof.into()));
-        }
-        Ok(())
-    }
-
-    fn into_parts(self) -> (Transport, Vec<u8>) {
-        (self.io, self.buf)
-    }
-}
-
 impl Settings<'_> {
+    /// `step`, the client's part of the connection phase, given `limit` from `since` — or,
+    /// while newcomers wait for a connection-phase slot, the contended grace. A client that
+    /// stays silent that long gets the refusal this returns.
+    async fn wait_for_client<T>(
+        &self,
+        what: &'static str,
+        since: Instant,
+        limit: Duration,
+        key: &'static str,
+        step: impl Future<Output = Result<T, RelayError>>,
+    ) -> Result<Result<T, RelayError>, Refusal> {
+        let contended = async {
+            match self.gate {
+                Some(gate) => gate.contended(since).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            done = step => Ok(done),
+            () = timers::sleep_until(since + limit) => Err(Refusal::ClientSilent { what, waited: limit, why: key }),
+            () = contended => Err(Refusal::ClientSilent {
+                what,
+                waited: since.elapsed(),
+                why: "other clients waited for its slot: limits.max_connecting",
+            }),
+        }
+    }
+
     /// Why the login failed when the upstream's socket did, mid-login.
     fn lost_during_login(&self, e: &std::io::Error) -> Refusal {
         let reason = match e.kind() {
@@ -582,77 +504,4 @@ impl Settings<'_> {
         let _ = client.shutdown().await;
         Ok(Handshake::Ended(Ending::Refused(refusal)))
     }
-}
-
-/// The server's refusal `err` (an ERR payload) to the client as the answer to its handshake.
-async fn relay_refusal(client: &mut Transport, seq: u8, err: &[u8]) -> Result<Handshake, RelayError> {
-    send(client, seq, err, Peer::Client).await?;
-    let _ = client.shutdown().await;
-    Ok(Handshake::Ended(Ending::RefusedByUpstream))
-}
-
-/// An ERR packet the server sent and rttscope has not read, on a socket whose TLS handshake
-/// just failed: its payload. Reads without waiting (the handle shares the socket's
-/// non-blocking mode); what the server sent before it closed is still queued.
-fn server_refusal(socket: &std::net::TcpStream) -> Option<Vec<u8>> {
-    use std::io::Read;
-    let mut buf = [0u8; 1024];
-    let n = (&*socket).read(&mut buf).ok()?;
-    err_payload(buf.get(..n)?)
-}
-
-/// The payload of the ERR packet `bytes` start with, if they do.
-fn err_payload(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (head, rest) = bytes.split_at_checked(4)?;
-    let len = usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16;
-    let payload = rest.get(..len)?;
-    (payload.first() == Some(&header::ERR) && ErrPacket::parse(payload).is_some()).then(|| payload.to_vec())
-}
-
-async fn within<T>(
-    timeout: Duration,
-    what: &'static str,
-    step: impl Future<Output = Result<T, RelayError>>,
-) -> Result<T, RelayError> {
-    timers::timeout(timeout, step).await.unwrap_or(Err(RelayError::Timeout(what, timeout)))
-}
-
-/// Reads exactly one packet (header and payload, nothing beyond: TLS may start next).
-async fn read_packet<S: AsyncRead + Unpin>(stream: &mut S, from: Peer) -> Result<(u8, Vec<u8>), RelayError> {
-    let mut head = [0u8; 4];
-    stream.read_exact(&mut head).await.map_err(|e| RelayError::io(from, e))?;
-    read_payload(stream, head, from).await
-}
-
-/// The payload of a packet whose 4-byte header is `head`.
-pub(super) async fn read_payload<S: AsyncRead + Unpin>(
-    stream: &mut S,
-    head: [u8; 4],
-    from: Peer,
-) -> Result<(u8, Vec<u8>), RelayError> {
-    let io_error = |e| RelayError::io(from, e);
-    let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
-    if len > MAX_HANDSHAKE_LEN {
-        return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
-    }
-    let mut payload = vec![0u8; len];
-    stream.read_exact(&mut payload).await.map_err(io_error)?;
-    Ok((head[3], payload))
-}
-
-fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
-    let mut packet = Vec::with_capacity(4 + payload.len());
-    packet.extend_from_slice(&framing::header(payload.len(), seq));
-    packet.extend_from_slice(payload);
-    packet
-}
-
-async fn send<S: AsyncWrite + Unpin>(stream: &mut S, seq: u8, payload: &[u8], to: Peer) -> Result<(), RelayError> {
-    write_all(stream, &packet(seq, payload), to).await
-}
-
-/// Writes and flushes (a TLS stream holds records until flushed).
-pub(super) async fn write_all<S: AsyncWrite + Unpin>(stream: &mut S, bytes: &[u8], to: Peer) -> Result<(), RelayError> {
-    stream.write_all(bytes).await.map_err(|e| RelayError::io(to, e))?;
-    stream.flush().await.map_err(|e| RelayError::io(to, e))
 }

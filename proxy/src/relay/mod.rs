@@ -2,7 +2,8 @@
 //! backpressure, and shutting down without cutting commands off.
 //!
 //! The listeners (TCP and Unix sockets, `listener`) take a connection permit,
-//! then spawn one task per client (`connection`); each task dials the server
+//! then spawn one task per client (`connection`); each task takes a slot of the connection
+//! phase (`connecting`: what clients not yet logged in may hold), dials the server
 //! (`upstream`), runs the connection phase (`handshake`: TLS per leg from `tls`,
 //! a load balancer's PROXY header passed on by `proxy_header`, the login relayed), and then the `pump`, which moves the packet stream
 //! between the two legs (`leg`: TCP, TLS, Unix; `compressed`: the compressed
@@ -15,6 +16,7 @@
 
 mod activity;
 mod compressed;
+mod connecting;
 mod connection;
 mod drain;
 mod error;
@@ -27,6 +29,7 @@ mod local;
 mod pipe;
 mod proxy_header;
 mod pump;
+mod refusal_log;
 mod shards;
 mod timers;
 pub mod tls;
@@ -185,6 +188,10 @@ pub(crate) struct Shared {
     pub local: Option<Arc<dyn LocalAnswers>>,
     /// Logged-in connections by the server's id for them, for a KILL's answer to wait on.
     pub kills: Arc<kills::Kills>,
+    /// The connection phase's slots (`limits.max_connecting`).
+    pub(crate) connecting: connecting::Gate,
+    /// Refused clients, logged without flooding the log.
+    pub(crate) refusals: refusal_log::RefusalLog,
 }
 
 /// Why the proxy could not start.
@@ -248,6 +255,7 @@ impl Proxy {
         };
         let Observation { events, link_events, live, inject, .. } = observation;
         let config_budget = config.limits.buffer_budget.0;
+        let connecting = connecting::Gate::new(config.limits.connecting_slots());
         let shared = Arc::new(Shared {
             config,
             stats: Arc::default(),
@@ -262,6 +270,8 @@ impl Proxy {
             buffers: Arc::new(BufferBudget::new(config_budget)),
             local: None,
             kills: Arc::default(),
+            connecting,
+            refusals: refusal_log::RefusalLog::default(),
         });
         Ok(Proxy { listeners, shared, next_id: 0 })
     }
@@ -316,6 +326,7 @@ impl Proxy {
         // the client that could not be, and tell it why.
         let mut reserve = std::fs::File::open("/dev/null").ok();
         tokio::pin!(shutdown);
+        let summing = tokio::spawn(sum_up_refusals(self.shared.clone()));
         loop {
             // Lost while the process was out of descriptors: take it back as soon as one frees.
             if reserve.is_none() {
@@ -380,6 +391,8 @@ impl Proxy {
             tracing::warn!(connections = tasks.len(), "grace period over: closing connections still busy");
             tasks.shutdown().await;
         }
+        summing.abort();
+        self.shared.refusals.sum_up(true);
         tracing::info!("rttscope stopped");
         Ok(())
     }
@@ -387,8 +400,11 @@ impl Proxy {
     /// Answers a client over the connection limit the way MySQL does.
     fn reject(&self, client: Transport, peer: String, rejections: &Arc<Semaphore>, tasks: &mut JoinSet<()>) {
         let max = self.shared.config.limits.max_connections;
-        tracing::warn!(%peer, max_connections = max, "connection limit reached; refusing client");
-        self.refuse(client, Refusal::TooManyConnections { max }, rejections, tasks);
+        let refusal = Refusal::TooManyConnections { max };
+        if self.shared.refusals.log_in_full(&refusal, || format!("{peer}: {refusal}")) {
+            tracing::warn!(%peer, max_connections = max, "connection limit reached; refusing client (more refusals like it are counted for 10 s, then summed up)");
+        }
+        self.refuse(client, refusal, rejections, tasks);
     }
 
     /// The process is out of file descriptors: give up the reserve, take the client that
@@ -396,7 +412,13 @@ impl Proxy {
     /// reserve again.
     async fn out_of_fds(&self, listener: usize, reserve: &mut Option<std::fs::File>) {
         let limit = crate::sys::nofile_limit().map_or(0, |(soft, _)| soft);
-        tracing::warn!(fd_limit = limit, "out of file descriptors: refusing a client; raise `ulimit -n` for rttscope");
+        let refusal = Refusal::FdLimit { limit };
+        if self.shared.refusals.log_in_full(&refusal, || refusal.to_string()) {
+            tracing::warn!(
+                fd_limit = limit,
+                "out of file descriptors: refusing a client; raise `ulimit -n` for rttscope"
+            );
+        }
         // The reserve's descriptor must go to the waiting client, not to a connection
         // that is dialling the server meanwhile: both happen under the gate, and the
         // accept is tried once, at once (the listener has a client waiting: that is why
@@ -415,7 +437,7 @@ impl Proxy {
         // client waits unanswered for a descriptor that nothing frees.
         if let Some((mut client, _)) = accepted {
             self.shared.stats.connections_rejected.fetch_add(1, Ordering::Relaxed);
-            let packet = Refusal::FdLimit { limit }.packet(0, false);
+            let packet = refusal.packet(0, false);
             let write = async {
                 client.write_all(&packet).await?;
                 client.shutdown().await
@@ -445,6 +467,15 @@ impl Proxy {
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
             drop(permit);
         });
+    }
+}
+
+/// Every second, sums up the refusals counted rather than logged whose quiet time is over.
+async fn sum_up_refusals(shared: Arc<Shared>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        every.tick().await;
+        shared.refusals.sum_up(false);
     }
 }
 

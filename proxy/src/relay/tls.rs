@@ -82,6 +82,8 @@ pub struct ClientSideTls {
     pub required: bool,
     /// The generated CA (PEM), when rttscope made its own certificate.
     pub generated_ca: Option<String>,
+    /// Where a client that verifies certificates finds the CA to trust, for log lines.
+    trust: String,
 }
 
 impl ClientSideTls {
@@ -102,6 +104,14 @@ impl ClientSideTls {
             .with_safe_default_protocol_versions()
             .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
             .map_err(|e| TlsSetupError::Rejected { key: "listen.tls", reason: e.to_string() })?;
+        let trust = match (&generated_ca, &config.cert) {
+            (Some(ca), _) => format!(
+                "the CA rttscope generated, at the admin API's /tls/ca.pem (SHA-256 {})",
+                pem_fingerprint(ca).unwrap_or_default()
+            ),
+            (None, Some(cert)) => format!("the CA that issued listen.tls.cert ({})", cert.display()),
+            (None, None) => "the CA that issued listen.tls.cert".to_owned(),
+        };
         match &generated_ca {
             Some(ca) => tracing::info!(
                 certificate.sha256 = %fingerprint,
@@ -114,7 +124,44 @@ impl ClientSideTls {
             acceptor: TlsAcceptor::from(Arc::new(server)),
             required: config.mode == ListenTlsMode::Required,
             generated_ca,
+            trust,
         }))
+    }
+
+    /// Why a client that finished its TLS handshake hung up before its login, as the log
+    /// says it. Clients that verify the certificate after the handshake (libmariadb: the
+    /// `mariadb` CLI, Connector/C and what is built on it) hang up just so when they do not
+    /// trust it.
+    pub(crate) fn explain_hangup_after_tls(&self) -> String {
+        format!(
+            "probably it does not trust rttscope's certificate (a client that verifies it hangs up so); {}",
+            self.give_ca()
+        )
+    }
+
+    /// Which CA to give a client that verifies certificates.
+    fn give_ca(&self) -> String {
+        format!("give it {} as its CA (--ssl-ca, sslrootcert, trustStore...)", self.trust)
+    }
+
+    /// Why a client's TLS handshake failed, as the log says it: when the client refused
+    /// rttscope's certificate (an alert saying so, or a close in the middle of the
+    /// handshake, as some clients do), which CA to give it. Such a client shows only its
+    /// own 2026 error, with no word of rttscope.
+    pub(crate) fn explain_failure(&self, e: &std::io::Error) -> String {
+        use rustls::AlertDescription as Alert;
+        let refused_certificate = match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(rustls::Error::AlertReceived(alert)) => matches!(
+                alert,
+                Alert::UnknownCA | Alert::BadCertificate | Alert::CertificateUnknown | Alert::UnsupportedCertificate
+            ),
+            Some(_) => false,
+            None => matches!(e.kind(), std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::ConnectionReset),
+        };
+        match refused_certificate {
+            true => format!("{e}: the client does not trust rttscope's certificate; {}", self.give_ca()),
+            false => e.to_string(),
+        }
     }
 }
 

@@ -1,0 +1,104 @@
+//! The login's auth exchange, relayed between legs whose sequence ids differ by a fixed
+//! delta: any plugin, auth switch or caching_sha2's full auth, never re-implemented.
+
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::time::Instant;
+
+use super::{packet, write_all};
+use crate::protocol::constants::header;
+use crate::protocol::handshake::MAX_HANDSHAKE_LEN;
+use crate::protocol::{DecodeError, Direction, PacketScanner, Peer, Session};
+use crate::record::{Tap, micros};
+use crate::relay::error::RelayError;
+use crate::relay::leg::Transport;
+use crate::relay::pump::Observers;
+use crate::relay::timers;
+
+/// Relays the auth exchange until the server's OK (true) or ERR (false). Either side may
+/// speak out of turn (caching_sha2's "fast auth done" is followed by the OK at once), so
+/// both are read at once.
+pub(super) async fn relay_auth(
+    client: &mut Framed,
+    upstream: &mut Framed,
+    delta: u8,
+    rtt: Duration,
+    session: &mut Session,
+    tap: &mut Observers,
+) -> Result<bool, RelayError> {
+    let (mut client_view, mut upstream_view) = (PacketScanner::new(), PacketScanner::new());
+    // On an emulated link, the server's answer reaches the client one round trip after
+    // what it answers went upstream.
+    let mut sent = Instant::now();
+    loop {
+        while let Some((seq, payload)) = upstream.take_packet(Peer::Upstream)? {
+            let packet = packet(seq.wrapping_sub(delta), &payload);
+            let arrived = Instant::now();
+            let due = sent + rtt;
+            if due > arrived {
+                timers::sleep_until(due).await;
+            }
+            tap.arrived(Direction::ToClient, micros(arrived), micros(due.max(arrived)), packet.len());
+            upstream_view.scan(&packet, &mut session.upstream(tap));
+            write_all(&mut client.io, &packet, Peer::Client).await?;
+            if session.pending() == 0 {
+                return Ok(payload.first() == Some(&header::OK));
+            }
+        }
+        while let Some((seq, payload)) = client.take_packet(Peer::Client)? {
+            let packet = packet(seq, &payload);
+            let now = micros(Instant::now());
+            tap.arrived(Direction::ToUpstream, now, now, packet.len());
+            client_view.scan(&packet, &mut session.client(tap));
+            write_all(&mut upstream.io, &self::packet(seq.wrapping_add(delta), &payload), Peer::Upstream).await?;
+            sent = Instant::now();
+        }
+        tokio::select! {
+            filled = client.fill(Peer::Client) => filled?,
+            filled = upstream.fill(Peer::Upstream) => filled?,
+        }
+    }
+}
+
+/// A stream read whole packets at a time, with what was read beyond them kept.
+pub(super) struct Framed {
+    pub(super) io: Transport,
+    buf: Vec<u8>,
+}
+
+impl Framed {
+    pub(super) fn new(io: Transport) -> Framed {
+        Framed { io, buf: Vec::with_capacity(1024) }
+    }
+
+    /// A complete packet from the buffer, if one is there.
+    fn take_packet(&mut self, from: Peer) -> Result<Option<(u8, Vec<u8>)>, RelayError> {
+        let Some(head) = self.buf.get(..4) else { return Ok(None) };
+        let len = u32::from_le_bytes([head[0], head[1], head[2], 0]) as usize;
+        if len > MAX_HANDSHAKE_LEN {
+            let head = [head[0], head[1], head[2], head[3]];
+            return Err(DecodeError::HandshakeTooLarge { from, len, max: MAX_HANDSHAKE_LEN, head }.into());
+        }
+        if self.buf.len() < 4 + len {
+            return Ok(None);
+        }
+        let seq = head[3];
+        let payload = self.buf[4..4 + len].to_vec();
+        self.buf.drain(..4 + len);
+        Ok(Some((seq, payload)))
+    }
+
+    /// Reads more. Cancel-safe: what a read returns is in the buffer or was never read.
+    async fn fill(&mut self, from: Peer) -> Result<(), RelayError> {
+        let n = self.io.read_buf(&mut self.buf).await.map_err(|e| RelayError::io(from, e))?;
+        if n == 0 {
+            return Err(RelayError::io(from, std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        Ok(())
+    }
+
+    pub(super) fn into_parts(self) -> (Transport, Vec<u8>) {
+        (self.io, self.buf)
+    }
+}
