@@ -17,7 +17,6 @@
 //! has a deadline; every refusal reaches the client as an ERR packet.
 
 mod auth;
-mod io;
 mod long_hop;
 
 use std::ops::ControlFlow::{self, Break, Continue};
@@ -34,6 +33,7 @@ use super::RelayStats;
 use super::connecting::Gate;
 use super::error::{Refusal, RelayError};
 use super::leg::{Leg, Transport};
+use super::phase_io::{read_packet, send, within, write_all};
 use super::proxy_header::{First, read_first_client_packet};
 use super::pump::Observers;
 use super::timers;
@@ -47,8 +47,6 @@ use crate::protocol::packets::ErrPacket;
 use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session};
 use crate::record::{Tap, micros};
 use auth::{Framed, relay_auth};
-use io::{packet, read_packet, send, within};
-pub(super) use io::{read_payload, write_all};
 use long_hop::{LongHop, LongHopPlan};
 
 /// What the connection phase needs to know.

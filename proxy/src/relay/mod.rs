@@ -26,6 +26,7 @@ mod kills;
 mod leg;
 mod listener;
 mod local;
+mod phase_io;
 mod pipe;
 mod proxy_header;
 mod pump;

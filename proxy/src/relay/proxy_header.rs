@@ -10,8 +10,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
 use super::error::RelayError;
-use super::handshake::{read_payload, write_all};
 use super::leg::Transport;
+use super::phase_io::{read_payload, write_all};
 use super::timers;
 use crate::protocol::Peer;
 

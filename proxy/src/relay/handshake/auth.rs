@@ -6,13 +6,13 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use super::{packet, write_all};
 use crate::protocol::constants::header;
 use crate::protocol::handshake::MAX_HANDSHAKE_LEN;
 use crate::protocol::{DecodeError, Direction, PacketScanner, Peer, Session};
 use crate::record::{Tap, micros};
 use crate::relay::error::RelayError;
 use crate::relay::leg::Transport;
+use crate::relay::phase_io::{packet, write_all};
 use crate::relay::pump::Observers;
 use crate::relay::timers;
 

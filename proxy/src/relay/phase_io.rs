@@ -1,5 +1,5 @@
-//! Reading and writing the connection phase's packets: whole, small, each step with a
-//! deadline that names the config key that set it.
+//! Reading and writing the connection phase's packets (the handshake's and the PROXY
+//! header's): whole, small, each step with a deadline that names the config key that set it.
 
 use std::time::Duration;
 
