@@ -719,6 +719,21 @@ fn an_application_loop_is_regular_and_found_without_a_parent() {
 }
 
 #[test]
+fn a_loop_on_a_busy_machine_is_still_a_loop() {
+    // 100 lookups, the application's time between them stretched by a loaded machine: most
+    // 60 µs, three in ten anywhere up to 20 ms, never much shorter than usual.
+    let mut s = Script::new();
+    s.connect(1, "shop");
+    for i in 0..100u64 {
+        let gap = if pick(i, 10) < 3 { 60 + pick(i + 1_000, 20_000) } else { 60 };
+        s.query(1, &format!("SELECT name FROM customers WHERE id = {}", scatter(i)), 1, None, 300, gap);
+    }
+    let loops = s.of(Kind::NPlusOne);
+    assert_eq!(loops.len(), 1, "{loops:#?}");
+    assert_eq!(loops[0].finding.detail, Detail::Loop { distinct: 100, shape: Some(LoopShape::Regular) });
+}
+
+#[test]
 fn a_pooled_loop_links_every_connection_to_the_parent_and_counts_it_once() {
     let mut s = Script::new();
     pooled_loop(&mut s, 4, 200);
