@@ -58,7 +58,6 @@ pub fn registry(sources: Sources) -> Registry {
     registry
 }
 
-
 #[derive(Debug)]
 struct RelayCollector {
     relay: Arc<RelayStats>,

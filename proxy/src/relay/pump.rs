@@ -36,7 +36,13 @@ use crate::record::{Recorder, Tap, micros, now_us};
 /// What watches a connection, told in this order: the live view's
 /// bookkeeping, the link probe (which also reads the sockets) and, when
 /// recording is on, the recorder.
-pub(super) type Observers = (Activity, Probe, Option<Recorder>);
+pub(super) struct Observers {
+    pub activity: Activity,
+    pub probe: Probe,
+    pub recorder: Option<Recorder>,
+}
+
+crate::record::tell_each!([] [] Observers { activity, probe, recorder });
 
 /// How a pump ended without an error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,7 +345,7 @@ pub(super) async fn pump(
 
             if std::mem::take(&mut poll_timer) && timer.poll_expired(cx).is_ready() {
                 let late_write = to_upstream.last_late_write().max(to_client.last_late_write());
-                match timeouts.check(Instant::now(), &mut last_activity_us, late_write, tap.0.busy_since_us()) {
+                match timeouts.check(Instant::now(), &mut last_activity_us, late_write, tap.activity.busy_since_us()) {
                     Ok(next) => timer.reset(next),
                     Err(ended) => return Poll::Ready(Ok(ended)),
                 }
@@ -479,12 +485,12 @@ impl Timeouts {
 fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
     // The reading at a response's end is for the recorder alone (which commands waited for a
     // retransmission): with recording off, it is not made.
-    let loss_wanted = tap.2.is_some();
-    match tap.1.due(loss_wanted) {
+    let loss_wanted = tap.recorder.is_some();
+    match tap.probe.due(loss_wanted) {
         Due::Nothing => {}
         Due::Read => read_sockets(tap, client, upstream, loss_wanted),
         Due::Settle => {
-            if let Some(recorder) = &mut tap.2 {
+            if let Some(recorder) = &mut tap.recorder {
                 recorder.loss_unread();
             }
         }
@@ -494,7 +500,7 @@ fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
 /// The link probe's reading of the sockets, when one is due ([`sample`]).
 fn read_sockets(tap: &mut Observers, client: &Leg, upstream: &Leg, loss_wanted: bool) {
     let Some(up) = upstream.transport().tcp() else { return };
-    let (reading, counters) = tap.1.sample(up, client.transport().tcp(), loss_wanted);
+    let (reading, counters) = tap.probe.sample(up, client.transport().tcp(), loss_wanted);
     if let Some(reading) = reading {
         tap.link_sample(&reading);
     }
