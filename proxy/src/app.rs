@@ -21,6 +21,7 @@ use crate::record::{Aggregates, Collector, CommandMetrics, EventSink, Recording,
 use crate::relay::{Observation, Proxy, StartError};
 use crate::report::snapshots::{self, Snapshots};
 use crate::sqlview::SqlView;
+use crate::sync::locked;
 
 /// Why rttscope could not start.
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +70,7 @@ static FINAL_WRITE: Mutex<()> = Mutex::new(());
 
 /// Writes `report` to `path` as the final report, one writer at a time.
 fn write_final(report: &crate::report::Report, format: rttscope_config::ReportFormat, path: &Path) -> io::Result<()> {
-    let _one_at_a_time = FINAL_WRITE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = locked(&FINAL_WRITE);
     crate::report::write(report, format, path)
 }
 
@@ -117,7 +118,7 @@ impl Reloader {
     /// Applies `new` (the file read again, with the same flags and environment) where it
     /// differs from what was read last.
     pub fn apply(&self, new: Config) -> Reloaded {
-        let mut loaded = self.loaded.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut loaded = locked(&self.loaded);
         let mut reloaded = Reloaded::default();
         if new.inject != loaded.inject {
             self.inject.replace(new.inject.clone());

@@ -5,7 +5,7 @@
 //! that order (each depends only on those above it, leaves excepted):
 //!
 //! - [`sys`], [`socket`]: system calls std does not wrap, and one reading of a TCP
-//!   socket as the kernel sees it (leaves).
+//!   socket as the kernel sees it (leaves); [`sync`]: a lock taken even when poisoned (a leaf).
 //! - [`human`]: number formatting for sentences and renderings (a leaf).
 //! - [`memory`]: hands freed heap back to the system every `limits.heap_trim` (a leaf).
 //! - [`protocol`]: the sans-io MySQL codec — framing, compression, handshake, and the
@@ -47,4 +47,5 @@ pub mod relay;
 pub mod report;
 pub mod socket;
 pub mod sqlview;
+pub mod sync;
 pub mod sys;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::Identity;
 use crate::socket::LinkSample;
+use crate::sync::locked;
 
 /// One open connection, as its task last described it.
 #[derive(Debug)]
@@ -116,7 +117,7 @@ impl LiveConnection {
 
     /// How the legs are carried: set once, at login.
     pub fn set_legs(&self, legs: Legs) {
-        *self.legs.lock().unwrap_or_else(|p| p.into_inner()) = Some(legs);
+        *locked(&self.legs) = Some(legs);
     }
 
     /// How the legs are carried, once logged in.
@@ -162,15 +163,12 @@ impl LiveConnection {
 
     /// Who the connection is now (user and default schema).
     pub fn set_identity(&self, identity: &Identity) {
-        match self.identity.lock() {
-            Ok(mut slot) => slot.clone_from(identity),
-            Err(poisoned) => poisoned.into_inner().clone_from(identity),
-        }
+        locked(&self.identity).clone_from(identity);
     }
 
     /// The connection's user and default schema.
     pub fn identity(&self) -> Identity {
-        self.identity.lock().map(|i| i.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        locked(&self.identity).clone()
     }
 
     /// New socket readings. `try_lock` never waits: if a reader holds the
@@ -218,7 +216,7 @@ impl LiveRegistry {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<LiveConnection>>> {
-        self.connections.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.connections)
     }
 }
 

@@ -226,7 +226,7 @@ fn reload_on_hangup(
                 return;
             }
         };
-        let mut last_level = level.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut last_level = rttscope::sync::locked(&level);
         let level_changed = *last_level != config.log.level;
         let new_level = config.log.level.clone();
         let mut reloaded = reloader.apply(config);

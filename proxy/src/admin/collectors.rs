@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -16,6 +16,7 @@ use crate::inject::InjectControl;
 use crate::link::Links;
 use crate::record::{Recording, StatementSeries};
 use crate::relay::{BufferBudget, RelayStats};
+use crate::sync::locked;
 
 /// What `/metrics` reads.
 pub struct Sources {
@@ -55,11 +56,6 @@ pub fn registry(sources: Sources) -> Registry {
     registry.register_collector(Box::new(FindingsCollector(sources.findings)));
     registry.register_collector(Box::new(LinkCollector { links: sources.links, inject: sources.inject }));
     registry
-}
-
-/// A panic while holding a lock would be a bug elsewhere; the data is still the best we have.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[derive(Debug)]
@@ -164,7 +160,7 @@ impl fmt::Debug for RecordCollector {
 impl Collector for RecordCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let mut f = Families::new(encoder);
-        let mut recording = lock(&self.recording);
+        let mut recording = locked(&self.recording);
         let statement_classes = recording.statement_classes();
         let m = recording.metrics();
         // Each scrape promotes statements that earned a series since the last one.
@@ -269,7 +265,7 @@ impl fmt::Debug for FindingsCollector {
 
 impl Collector for FindingsCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
-        let findings = lock(&self.0);
+        let findings = locked(&self.0);
         Families::new(encoder).labelled_counter(
             "rttscope_findings_total",
             "Query-pattern occurrences found, by kind.",
@@ -292,7 +288,7 @@ impl fmt::Debug for LinkCollector {
 impl Collector for LinkCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let mut f = Families::new(encoder);
-        let l = lock(&self.links);
+        let l = locked(&self.links);
         f.histogram(
             "rttscope_upstream_rtt_seconds",
             "Upstream base RTT as the kernel measured it, per command.",

@@ -36,6 +36,7 @@ use crate::protocol::constants::command;
 use crate::record::{Recording, WindowError, micros};
 use crate::relay::RelayStats;
 use crate::report::{self, Extras, Report};
+use crate::sync::locked;
 
 /// What the admin API reads.
 pub struct AdminState {
@@ -69,15 +70,15 @@ impl AdminState {
     fn recording(&self) -> MutexGuard<'_, Recording> {
         // A panic while holding the lock would be a bug in the collector;
         // the data is still the best we have, so keep serving it.
-        self.recording.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.recording)
     }
 
     fn findings(&self) -> MutexGuard<'_, FindingsEngine> {
-        self.findings.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.findings)
     }
 
     fn links(&self) -> MutexGuard<'_, Links> {
-        self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        locked(&self.links)
     }
 
     /// A report of everything recorded so far.

@@ -18,6 +18,7 @@ use super::run::{AppId, Context, Detector, Roles, Run};
 use super::whatif::{self, projections};
 use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
 use crate::record::{CommandRecord, Connected, Consumer, Event, IdentityChange};
+use crate::sync::locked;
 
 /// Most distinct findings kept; the cheapest go first.
 const MAX_FINDINGS: usize = 1000;
@@ -412,7 +413,7 @@ impl FindingsConsumer {
 impl Consumer for FindingsConsumer {
     fn events(&mut self, batch: &[Event]) {
         let emulated = (self.emulated)();
-        let mut engine = self.engine.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut engine = locked(&self.engine);
         engine.set_emulated(emulated);
         for event in batch {
             engine.observe(event);

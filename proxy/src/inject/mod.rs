@@ -27,6 +27,7 @@ pub use binding::InjectBinding;
 pub use delay::{DelayLine, OneWayModel};
 
 use crate::protocol::Direction;
+use crate::sync::locked;
 
 /// The current emulated link, shared by every connection. Connections
 /// check the generation (one atomic load) and re-read the settings only
@@ -50,16 +51,13 @@ impl InjectControl {
 
     /// The settings now in force.
     pub fn current(&self) -> Arc<Inject> {
-        self.settings.lock().map(|s| s.clone()).unwrap_or_else(|p| p.into_inner().clone())
+        locked(&self.settings).clone()
     }
 
     /// Replaces the link for existing and new connections at once.
     pub fn replace(&self, inject: Inject) {
         let describe = describe(&inject);
-        match self.settings.lock() {
-            Ok(mut s) => *s = Arc::new(inject),
-            Err(p) => *p.into_inner() = Arc::new(inject),
-        }
+        *locked(&self.settings) = Arc::new(inject);
         self.generation.fetch_add(1, Ordering::AcqRel);
         tracing::info!("emulated link changed: {describe}");
     }

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use super::measurement::Measurement;
 use super::verdict::Links;
 use crate::inject::EmulatedLink;
+use crate::sync::locked;
 
 /// One observation of a connection's long-haul link.
 #[derive(Clone, Debug)]
@@ -67,7 +68,7 @@ pub async fn collect(
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         let emulated = emulated();
-        let mut links = links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut links = locked(&links);
         links.set_emulated(emulated);
         for event in batch.drain(..) {
             match event {

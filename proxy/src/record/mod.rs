@@ -63,6 +63,7 @@ pub use recorder::{Recorder, RecorderSettings};
 pub use recording::Recording;
 pub use statement_metrics::{ROWS_BUCKETS, StatementMetrics, StatementSeries};
 pub use tap::Tap;
+pub(crate) use tap::tell_each;
 pub use wall::WallUnion;
 pub use windows::{Window, WindowError, Windows};
 

@@ -148,47 +148,50 @@ impl<T: Tap> Tap for Option<T> {
     }
 }
 
-/// Several taps, told in order.
-macro_rules! tuple_tap {
-    ($($t:ident . $i:tt),+) => {
-        impl<$($t: Observer),+> Observer for ($($t,)+) {
-            fn command_started(&mut self, command: u8) { $(self.$i.command_started(command);)+ }
-            fn command(&mut self, command: &CommandPacket<'_>) { $(self.$i.command(command);)+ }
-            fn response_started(&mut self) { $(self.$i.response_started();)+ }
-            fn result_set(&mut self, columns: u32) { $(self.$i.result_set(columns);)+ }
-            fn column(&mut self, definition: &[u8], of: ColumnOf) {
-                $(self.$i.column(definition, of);)+
+/// Several taps in one value, each told in turn: `tell_each!([generics of the Observer impl]
+/// [generics of the Tap impl] Type { field or index, ... })`. For tuples of taps here, and for
+/// the relay's named set of a connection's observers.
+macro_rules! tell_each {
+    ([$($observers:tt)*] [$($taps:tt)*] $ty:ty { $($i:tt),+ }) => {
+        impl<$($observers)*> $crate::protocol::Observer for $ty {
+            fn command_started(&mut self, command: u8) { $($crate::protocol::Observer::command_started(&mut self.$i, command);)+ }
+            fn command(&mut self, command: &$crate::protocol::CommandPacket<'_>) { $($crate::protocol::Observer::command(&mut self.$i, command);)+ }
+            fn response_started(&mut self) { $($crate::protocol::Observer::response_started(&mut self.$i);)+ }
+            fn result_set(&mut self, columns: u32) { $($crate::protocol::Observer::result_set(&mut self.$i, columns);)+ }
+            fn column(&mut self, definition: &[u8], of: $crate::protocol::ColumnOf) {
+                $($crate::protocol::Observer::column(&mut self.$i, definition, of);)+
             }
-            fn row(&mut self, prefix: &[u8]) { $(self.$i.row(prefix);)+ }
-            fn finished(&mut self, summary: &Summary) { $(self.$i.finished(summary);)+ }
-            fn identity(&mut self, identity: &Identity) { $(self.$i.identity(identity);)+ }
-            fn desync(&mut self, reason: &'static str) { $(self.$i.desync(reason);)+ }
+            fn row(&mut self, prefix: &[u8]) { $($crate::protocol::Observer::row(&mut self.$i, prefix);)+ }
+            fn finished(&mut self, summary: &$crate::protocol::Summary) { $($crate::protocol::Observer::finished(&mut self.$i, summary);)+ }
+            fn identity(&mut self, identity: &$crate::protocol::Identity) { $($crate::protocol::Observer::identity(&mut self.$i, identity);)+ }
+            fn desync(&mut self, reason: &'static str) { $($crate::protocol::Observer::desync(&mut self.$i, reason);)+ }
         }
 
-        impl<$($t: Tap),+> Tap for ($($t,)+) {
-            fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
-                $(self.$i.arrived(direction, arrived_us, released_us, len);)+
+        impl<$($taps)*> $crate::record::Tap for $ty {
+            fn arrived(&mut self, direction: $crate::protocol::Direction, arrived_us: u64, released_us: u64, len: usize) {
+                $($crate::record::Tap::arrived(&mut self.$i, direction, arrived_us, released_us, len);)+
             }
-            fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
-                $(self.$i.line_stalled(direction, stalled_us);)+
+            fn line_stalled(&mut self, direction: $crate::protocol::Direction, stalled_us: u64) {
+                $($crate::record::Tap::line_stalled(&mut self.$i, direction, stalled_us);)+
             }
-            fn released_late(&mut self, direction: Direction, late_us: u64) {
-                $(self.$i.released_late(direction, late_us);)+
+            fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: u64) {
+                $($crate::record::Tap::released_late(&mut self.$i, direction, late_us);)+
             }
-            fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
-                $(self.$i.connected(client, response, legs);)+
+            fn connected(&mut self, client: &str, response: &$crate::protocol::handshake::HandshakeResponse41, legs: &$crate::live::Legs) {
+                $($crate::record::Tap::connected(&mut self.$i, client, response, legs);)+
             }
-            fn held_off(&mut self, held: bool, now: Instant) { $(self.$i.held_off(held, now);)+ }
-            fn link_sample(&mut self, sample: &LinkSample) { $(self.$i.link_sample(sample);)+ }
-            fn loss_counters(&mut self, counters: &LossCounters) { $(self.$i.loss_counters(counters);)+ }
-            fn wire(&mut self, direction: Direction, bytes: u64) { $(self.$i.wire(direction, bytes);)+ }
-            fn response_bytes(&mut self, bytes: &[u8]) { $(self.$i.response_bytes(bytes);)+ }
+            fn held_off(&mut self, held: bool, now: ::tokio::time::Instant) { $($crate::record::Tap::held_off(&mut self.$i, held, now);)+ }
+            fn link_sample(&mut self, sample: &$crate::socket::LinkSample) { $($crate::record::Tap::link_sample(&mut self.$i, sample);)+ }
+            fn loss_counters(&mut self, counters: &$crate::socket::LossCounters) { $($crate::record::Tap::loss_counters(&mut self.$i, counters);)+ }
+            fn wire(&mut self, direction: $crate::protocol::Direction, bytes: u64) { $($crate::record::Tap::wire(&mut self.$i, direction, bytes);)+ }
+            fn response_bytes(&mut self, bytes: &[u8]) { $($crate::record::Tap::response_bytes(&mut self.$i, bytes);)+ }
         }
     };
 }
 
-tuple_tap!(A.0, B.1);
-tuple_tap!(A.0, B.1, C.2);
+tell_each!([A: Observer, B: Observer] [A: Tap, B: Tap] (A, B) { 0, 1 });
+tell_each!([A: Observer, B: Observer, C: Observer] [A: Tap, B: Tap, C: Tap] (A, B, C) { 0, 1, 2 });
+pub(crate) use tell_each;
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use crate::live::{Legs, LiveConnection};
 use crate::protocol::constants::command;
 use crate::protocol::{Direction, Identity, Observer, Summary};
 use crate::record::{Tap, micros};
+use crate::sync::locked;
 
 /// Desyncs already logged, by reason and statement: one warning each, process-wide.
 /// Bounded; desyncs are rare, so the lock is off every ordinary path.
@@ -86,7 +87,7 @@ impl Observer for Activity {
             None => command::name(f.command).to_owned(),
         });
         let what = what.unwrap_or_else(|| "between commands".to_owned());
-        let mut seen = logged().lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = locked(logged());
         if seen.len() < MAX_LOGGED && seen.insert((reason, what.clone())) {
             tracing::warn!(
                 conn.id = self.live.id,

@@ -52,9 +52,9 @@ pub(super) async fn serve(client: Transport, peer: String, conn_id: u64, shared:
         .as_ref()
         .map(|events| Recorder::new(conn_id, events.clone(), live.clone(), accepted, shared.recorder));
     let probe = Probe::new(conn_id, live.clone(), shared.link_events.clone(), accepted, shared.probe);
-    let mut observers = (Activity::new(live, shared.stats.clone(), accepted), probe, recorder);
+    let mut observers = Observers { activity: Activity::new(live, shared.stats.clone(), accepted), probe, recorder };
     let result = run(client, &peer, conn_id, &shared, &shutdown, log, &mut observers).await;
-    if let Some(recorder) = &mut observers.2 {
+    if let Some(recorder) = &mut observers.recorder {
         recorder.closed();
     }
     let elapsed_ms = accepted.elapsed().as_millis() as u64;
@@ -179,8 +179,8 @@ fn note_login(established: &Established, shared: &Shared, log: &tracing::Span, t
         ),
         (legs.upstream_tls.is_some(), false, established.upstream.compression()),
     ]);
-    tap.0.set_legs(legs);
-    Observer::identity(&mut tap.0, established.session.identity());
+    tap.activity.set_legs(legs);
+    Observer::identity(&mut tap.activity, established.session.identity());
 }
 
 /// What the pump's end means for the client: a long hop gone dark or a command past
@@ -199,7 +199,7 @@ async fn tell_how_it_ended(
         // not a peer that hung up and not a protocol error. The client would otherwise see
         // a bare close; it is told why in place of the answer it waits for.
         Err(RelayError::Upstream(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-            let statement = tap.0.statement_in_flight();
+            let statement = tap.activity.statement_in_flight();
             tracing::info!(
                 parent: log,
                 user_timeout = ?config.relay.user_timeout.0,
@@ -223,7 +223,7 @@ async fn tell_how_it_ended(
             "closing a connection idle for limits.idle_timeout"
         ),
         Ended::QueryTimeout => {
-            let statement = tap.0.statement_in_flight();
+            let statement = tap.activity.statement_in_flight();
             tracing::info!(
                 parent: log,
                 query_timeout = ?config.limits.query_timeout.0,

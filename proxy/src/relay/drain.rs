@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 
+use crate::sync::locked;
 use atomic_waker::AtomicWaker;
 
 #[derive(Default)]
@@ -21,7 +22,7 @@ impl Drain {
     /// Starts draining: every connection is woken to check whether it is idle.
     pub fn start(&self) {
         self.started.store(true, Ordering::Release);
-        let connections = self.connections.lock().unwrap_or_else(|p| p.into_inner());
+        let connections = locked(&self.connections);
         for waker in connections.values() {
             waker.wake();
         }
@@ -29,7 +30,7 @@ impl Drain {
 
     pub fn watch(self: &Arc<Self>, conn_id: u64) -> DrainWatch {
         let waker = Arc::new(AtomicWaker::new());
-        self.connections.lock().unwrap_or_else(|p| p.into_inner()).insert(conn_id, waker.clone());
+        locked(&self.connections).insert(conn_id, waker.clone());
         DrainWatch { drain: self.clone(), conn_id, waker }
     }
 }
@@ -64,6 +65,6 @@ impl DrainWatch {
 
 impl Drop for DrainWatch {
     fn drop(&mut self) {
-        self.drain.connections.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.conn_id);
+        locked(&self.drain.connections).remove(&self.conn_id);
     }
 }

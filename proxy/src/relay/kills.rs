@@ -24,6 +24,7 @@ use std::time::Duration;
 use crate::protocol::binary::query_attributes;
 use crate::protocol::constants::capability::CLIENT_QUERY_ATTRIBUTES;
 use crate::protocol::constants::command::{COM_PROCESS_KILL, COM_QUERY};
+use crate::sync::locked;
 
 /// The longest a KILL's answer waits for its victim to close: the victim's task has the
 /// server's close in hand by then unless it is stuck writing to a client that does not
@@ -52,7 +53,7 @@ impl Victim {
         if self.closed.load(Ordering::Acquire) {
             return true;
         }
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut waiting = locked(&self.waiting);
         // Checked again under the lock the closing side takes: no wake-up is lost.
         if self.closed.load(Ordering::Acquire) {
             return true;
@@ -65,7 +66,7 @@ impl Victim {
 
     fn close(&self) {
         let waiting = {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let mut waiting = locked(&self.waiting);
             self.closed.store(true, Ordering::Release);
             std::mem::take(&mut *waiting)
         };
@@ -78,14 +79,14 @@ impl Kills {
     /// it after the client socket is closed.
     pub fn list(self: &Arc<Self>, server_id: u32) -> Listed {
         let victim = Arc::new(Victim::default());
-        self.listed.lock().unwrap_or_else(|p| p.into_inner()).insert(server_id, victim.clone());
+        locked(&self.listed).insert(server_id, victim.clone());
         Listed { kills: self.clone(), server_id, victim }
     }
 
     /// The listed connection `server_id`, if any.
     pub fn victim(&self, server_id: u64) -> Option<Arc<Victim>> {
         let id = u32::try_from(server_id).ok()?;
-        self.listed.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
+        locked(&self.listed).get(&id).cloned()
     }
 }
 
@@ -99,7 +100,7 @@ pub(crate) struct Listed {
 impl Drop for Listed {
     fn drop(&mut self) {
         {
-            let mut listed = self.kills.listed.lock().unwrap_or_else(|p| p.into_inner());
+            let mut listed = locked(&self.kills.listed);
             // A server that reuses an id after a restart: only our own entry goes.
             if listed.get(&self.server_id).is_some_and(|v| Arc::ptr_eq(v, &self.victim)) {
                 listed.remove(&self.server_id);

@@ -62,6 +62,7 @@ use crate::live::LiveRegistry;
 use crate::protocol::DecodeError;
 use crate::protocol::compress::Algorithm;
 use crate::record::{EventSink, RecorderSettings};
+use crate::sync::locked;
 use leg::Transport;
 use listener::Listener;
 pub use pipe::BufferBudget;
@@ -425,7 +426,7 @@ impl Proxy {
         // accept is tried once, at once (the listener has a client waiting: that is why
         // accepting failed).
         let accepted = {
-            let _gate = FD_GATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _gate = locked(&FD_GATE);
             drop(reserve.take());
             let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
             match self.listeners.get(listener).map(|l| l.poll_accept(&mut cx)) {
@@ -445,7 +446,7 @@ impl Proxy {
             };
             let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
             // Its descriptor becomes the reserve again, under the gate for the same reason.
-            let _gate = FD_GATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let _gate = locked(&FD_GATE);
             drop(client);
             *reserve = std::fs::File::open("/dev/null").ok();
             return;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::error::Refusal;
+use crate::sync::locked;
 
 /// How long refusals of a kind are counted rather than logged, after one that was.
 pub(super) const QUIET: Duration = Duration::from_secs(10);
@@ -38,7 +39,7 @@ impl RefusalLog {
     pub(super) fn log_in_full(&self, refusal: &Refusal, why: impl FnOnce() -> String) -> bool {
         let now = Instant::now();
         let kind = std::mem::discriminant(refusal);
-        let mut quiet = self.quiet.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut quiet = locked(&self.quiet);
         if let Some(q) = quiet.get_mut(&kind)
             && now < q.until
         {
@@ -56,7 +57,7 @@ impl RefusalLog {
     /// Sums up the counts whose quiet time is over (all of them when `all`).
     pub(super) fn sum_up(&self, all: bool) {
         let now = Instant::now();
-        let mut quiet = self.quiet.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut quiet = locked(&self.quiet);
         quiet.retain(|_, q| {
             let over = all || q.until <= now;
             if over {

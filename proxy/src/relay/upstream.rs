@@ -11,6 +11,7 @@ use socket2::{SockRef, TcpKeepalive};
 use tokio::net::{TcpSocket, TcpStream};
 
 use super::timers;
+use crate::sync::locked;
 
 /// Why the upstream could not be reached; shown to the client in an ERR packet.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +84,7 @@ pub(super) fn warn_fixed_buffers(relay: &RelayConfig) {
 async fn connect(target: SocketAddr, relay: &RelayConfig) -> io::Result<TcpStream> {
     let socket = {
         // Not while the listener hands its reserve descriptor to a client it must refuse.
-        let _gate = super::FD_GATE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _gate = locked(&super::FD_GATE);
         if target.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? }
     };
     // Buffer sizes must be set before connect to shape the window scale

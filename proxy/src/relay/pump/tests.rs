@@ -61,7 +61,11 @@ impl Rig {
         let (sink, _) = LinkSink::channel(1);
         let probe_settings = ProbeSettings { large_transfer: u64::MAX, sample_interval_us: 1000, rmem_max: None };
         let probe = Probe::new(1, live.clone(), sink, accepted, probe_settings);
-        let mut observers: Observers = (Activity::new(live, Arc::new(RelayStats::default()), accepted), probe, None);
+        let mut observers = Observers {
+            activity: Activity::new(live, Arc::new(RelayStats::default()), accepted),
+            probe,
+            recorder: None,
+        };
         // The handshake response was packet 1; the server's OK is packet 2.
         let mut session = Session::after_handshake(Identity::default(), CAPS, 80, 1, 60, 1024, &mut observers);
         let pump = tokio::spawn(async move {
