@@ -66,9 +66,11 @@ fn batched_insert(driver: Driver) -> Option<String> {
         Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()`, with `useBulkStmts=true` (one bulk command per batch) or `rewriteBatchedStatements=true` in the URL.",
         Driver::Mysqlnd => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows: PDO and mysqli have no batch call.",
         Driver::Go => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows; `interpolateParams=true` in the DSN also saves the prepare round trips.",
-        Driver::Node => "`connection.query('INSERT INTO t (a, b) VALUES ?', [rows])` sends a nested array as one multi-row INSERT.",
+        Driver::Node => "`connection.query('INSERT INTO t (a, b) VALUES ?', [rows])` sends a nested array as one multi-row INSERT; with Sequelize, `Model.bulkCreate(rows)`.",
         Driver::DotNet => "MySqlConnector's `MySqlBulkCopy`, or one multi-row INSERT per batch of rows.",
-        Driver::MysqlAsync => "build one multi-row INSERT per batch of rows (`exec_batch` still waits for each row).",
+        // mysql_async's `exec_batch` uses COM_STMT_BULK_EXECUTE when MariaDB offers it, and
+        // one COM_STMT_EXECUTE per row (each awaited) on MySQL.
+        Driver::MysqlAsync => "`conn.exec_batch(sql, rows)` sends the rows as one bulk command on MariaDB; on MySQL it waits for each row, so there build one multi-row INSERT per batch of rows.",
         Driver::Cli => return None,
     }
     .to_owned())
