@@ -97,6 +97,11 @@ public class DriverAdvice {
         try (Statement st = conn.createStatement()) {
             st.execute("DELETE FROM df_writes");
         }
+        // In one transaction, as an application writes a batch; opened by START TRANSACTION, which
+        // rttscope reads as one unit of work (setAutoCommit(false) sends no such boundary).
+        try (Statement st = conn.createStatement()) {
+            st.execute("START TRANSACTION");
+        }
         try (PreparedStatement ps = conn.prepareStatement("INSERT INTO df_writes (id, name) VALUES (?, ?)")) {
             for (int i = 0; i < ROWS; i++) {
                 ps.setInt(1, i);
@@ -104,6 +109,9 @@ public class DriverAdvice {
                 ps.addBatch();
             }
             ps.executeBatch();
+        }
+        try (Statement st = conn.createStatement()) {
+            st.execute("COMMIT");
         }
         try (Statement st = conn.createStatement();
              ResultSet rs = st.executeQuery("SELECT COUNT(*), SUM(id), MAX(name) FROM df_writes")) {

@@ -70,13 +70,16 @@ async function creates(o, advised) {
     const Item = sequelize.define('Item', { qty: DataTypes.INTEGER }, { tableName: 'df_items' });
     await Item.sync({ force: true });
     const rows = ROWS.map(([i]) => ({ qty: i }));
-    if (advised) {
-      await Item.bulkCreate(rows);
-    } else {
-      for (const row of rows) {
-        await Item.create(row);
+    // In one transaction (START TRANSACTION), as an application writes a batch.
+    await sequelize.transaction(async (transaction) => {
+      if (advised) {
+        await Item.bulkCreate(rows, { transaction });
+      } else {
+        for (const row of rows) {
+          await Item.create(row, { transaction });
+        }
       }
-    }
+    });
     console.log(`created=${await Item.count()} sum=${await Item.sum('qty')}`);
   } finally {
     await sequelize.close();

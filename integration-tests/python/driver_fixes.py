@@ -75,6 +75,8 @@ def inserts(conn, mark, how):
     cur.execute("DELETE FROM df_writes")
     conn.commit()
     sql = "INSERT INTO df_writes (id, name) VALUES (%s, %s)" % (mark, mark)
+    # In one explicit transaction, as an application writes a batch.
+    cur.execute("BEGIN")
     if how == "inserts":
         for row in ROWS:
             cur.execute(sql, row)
