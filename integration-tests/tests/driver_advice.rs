@@ -4,9 +4,10 @@
 //! same rows (read back from the server), and leaves no such finding and far fewer round trips.
 //!
 //! Drivers: PyMySQL, mysqlclient (MySQLdb) and MariaDB Connector/Python from the test venv
-//! (`python/driver_fixes.py`), mysql2 and Sequelize (`node/driver_advice.js`), MariaDB
+//! (`python/driver_fixes.py`), libmariadb's C API through ctypes (`python/capi_advice.py`,
+//! `python/cursor_batches.py`), mysql2 and Sequelize (`node/driver_advice.js`), MariaDB
 //! Connector/J from Debian (`java/DriverAdvice.java`), and mysql_async here. PHP's mysqlnd is
-//! `php_fetch.rs`; the C API's cursor advice is `connector_c_prefetch_advice_reads_in_few_fetches`.
+//! `php_fetch.rs`.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -39,6 +40,8 @@ const QUERIED: &str = "queries=40 sum=820";
 enum Client {
     /// `python/driver_fixes.py --driver NAME`.
     Python(&'static str),
+    /// `python/capi_advice.py`: libmariadb's C API itself, through ctypes.
+    CApi,
     /// `node/driver_advice.js` (mysql2, and Sequelize over it).
     Node,
     /// `java/DriverAdvice.java` on MariaDB Connector/J.
@@ -61,6 +64,12 @@ fn run(client: Client, mode: &str, addr: SocketAddr) -> Option<String> {
             let mut args = vec![mode.to_owned(), "--driver".to_owned(), driver.to_owned()];
             args.extend(clients::conn_args(addr, NATIVE));
             let out = clients::run_python("driver_fixes.py", &args).unwrap_or_else(|e| panic!("{e:#}"));
+            return Some(out.trim().to_owned());
+        }
+        Client::CApi => {
+            let mut args = vec![mode.to_owned()];
+            args.extend(clients::conn_args(addr, NATIVE));
+            let out = clients::run_python("capi_advice.py", &args).unwrap_or_else(|e| panic!("{e:#}"));
             return Some(out.trim().to_owned());
         }
         Client::Node => {
@@ -344,6 +353,35 @@ fn c_library_words_run_in_mysqlclient_and_connector_python() {
         }
         .check();
     }
+}
+
+/// The C library's words as a C program follows them: the C API calls they name.
+#[test]
+fn c_library_words_run_through_the_c_api() {
+    Advice {
+        client: Client::CApi,
+        kind: Kind::NPlusOne,
+        pattern: "loop",
+        advised: &["loop-advised"],
+        driver: "the C client library",
+        words: &["(`mysql_stmt_prepare`, then `mysql_stmt_bind_param` with one bind per key)"],
+        prints: NAMES,
+        link: false,
+    }
+    .check();
+    Advice {
+        client: Client::CApi,
+        kind: Kind::RepeatedWrite,
+        pattern: "inserts",
+        advised: &["inserts-advised"],
+        driver: "the C client library",
+        words: &[
+            "bind arrays of rows to one prepared INSERT (`mysql_stmt_attr_set(stmt, STMT_ATTR_ARRAY_SIZE, &rows)`",
+        ],
+        prints: INSERTED,
+        link: false,
+    }
+    .check();
 }
 
 #[test]
