@@ -2,7 +2,8 @@
 the fix each driver is advised, run by that driver, for rttscope to find nothing.
 
 Drivers (--driver): pymysql; connector, MariaDB Connector/Python over libmariadb; mysqlclient
-(MySQLdb) over libmariadb.
+(MySQLdb) over libmariadb; oracle, Oracle's MySQL Connector/Python in pure Python (use_pure),
+and oracle-c, the same over its C extension.
 
 Modes:
   setup            create df_orders and df_customers (50 each) and df_writes
@@ -27,6 +28,13 @@ def connect(a):
         import pymysql
 
         return pymysql.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db)
+    if a.driver.startswith("oracle"):
+        import mysql.connector
+
+        pure = a.driver == "oracle"
+        return mysql.connector.connect(
+            host=a.host, port=a.port, user=a.user, password=a.password, database=a.db, use_pure=pure
+        )
     if a.driver == "mysqlclient":
         import MySQLdb
 
@@ -92,14 +100,28 @@ def inserts(conn, mark, how):
 
 
 def churn(a, advised):
-    conn = connect(a) if advised else None
+    pool = None
+    if advised and a.driver == "oracle":
+        # Connector/Python's words: a pool, and a connection from it per request. (Over its C
+        # extension it names itself as libmysql does and gets the C library's words.)
+        from mysql.connector.pooling import MySQLConnectionPool
+
+        # Without pool_reset_session=False each return to the pool resets the session and sets
+        # it up again: as many round trips as the logins it saves.
+        pool = MySQLConnectionPool(
+            pool_name="advice", pool_size=2, pool_reset_session=False, host=a.host, port=a.port, user=a.user,
+            password=a.password, database=a.db, use_pure=True,
+        )
+    conn = connect(a) if advised and not pool else None
     total = 0
     for i in range(1, 41):
-        each = conn or connect(a)
+        each = pool.get_connection() if pool else conn or connect(a)
         cur = each.cursor()
         cur.execute("SELECT %d AS v" % i)
         total += int(cur.fetchone()[0])
-        if not advised:
+        cur.close()
+        if each is not conn:
+            # Back to the pool, or closed.
             each.close()
     if conn:
         conn.close()
@@ -109,7 +131,7 @@ def churn(a, advised):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["setup", "loop", "loop-advised", "inserts", "inserts-advised", "inserts-multirow", "churn", "churn-advised"])
-    p.add_argument("--driver", choices=["pymysql", "connector", "mysqlclient"], default="pymysql")
+    p.add_argument("--driver", choices=["pymysql", "connector", "mysqlclient", "oracle", "oracle-c"], default="pymysql")
     for flag in ["--host", "--user", "--password", "--db"]:
         p.add_argument(flag)
     p.add_argument("--port", type=int)

@@ -314,11 +314,12 @@ fn pymysql_in_list_and_executemany_work() {
 }
 
 /// mysqlclient and MariaDB Connector/Python send libmariadb's attributes, as a C program does,
-/// and get the C API's words; the SQL those words advise runs in both Python drivers, each with
-/// its own placeholder, and `cursor.executemany` batches as the C API's array binding does.
+/// and Oracle's Connector/Python over its C extension sends libmysql's: they get the C API's
+/// words. The SQL those words advise runs in each of them, with its own placeholder, and
+/// `cursor.executemany` batches as the C API's array binding does.
 #[test]
 fn c_library_words_run_in_mysqlclient_and_connector_python() {
-    for driver in ["mysqlclient", "connector"] {
+    for driver in ["mysqlclient", "connector", "oracle-c"] {
         Advice {
             client: Client::Python(driver),
             kind: Kind::NPlusOne,
@@ -558,4 +559,46 @@ fn connector_c_prefetch_advice_reads_in_few_fetches() {
         assert!(is * 2 <= was, "{args:?}: {is} round trips, the pattern {was}");
         eprintln!("Connector/C {args:?}: round trips {was} -> {is}");
     }
+}
+
+/// Oracle's MySQL Connector/Python in pure Python names itself, and gets its own words.
+#[test]
+fn mysql_connector_python_in_list_executemany_and_pool_work() {
+    let driver = "oracle";
+    Advice {
+        client: Client::Python(driver),
+        kind: Kind::NPlusOne,
+        pattern: "loop",
+        advised: &["loop-advised"],
+        driver: "MySQL Connector/Python",
+        words: &["`cursor.execute(\"... IN (\" + \", \".join([\"%s\"] * len(keys)) + \")\", keys)`"],
+        prints: NAMES,
+        link: false,
+    }
+    .check();
+    Advice {
+        client: Client::Python(driver),
+        kind: Kind::RepeatedWrite,
+        pattern: "inserts",
+        advised: &["inserts-advised"],
+        driver: "MySQL Connector/Python",
+        words: &["`cursor.executemany(sql, rows)` rewrites the INSERT into multi-row INSERTs"],
+        prints: INSERTED,
+        link: false,
+    }
+    .check();
+    Advice {
+        client: Client::Python(driver),
+        kind: Kind::ConnectionChurn,
+        pattern: "churn",
+        advised: &["churn-advised"],
+        driver: "MySQL Connector/Python",
+        words: &[
+            "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=..., pool_reset_session=False)`",
+            "`pool.get_connection()` per request",
+        ],
+        prints: QUERIED,
+        link: true,
+    }
+    .check();
 }

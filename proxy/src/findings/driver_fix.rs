@@ -131,7 +131,9 @@ fn chatty(driver: Driver) -> Option<String> {
 fn pooling(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::PyMysql => "with SQLAlchemy, one `create_engine(...)` per process pools the connections (`pool_size`, `pool_recycle`); without it, DBUtils' `PooledDB(pymysql, ...)`, or one connection kept per worker instead of `pymysql.connect()` per request.",
-        Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()` per request (its `close()` returns it to the pool), or SQLAlchemy's engine pool.",
+        // Each return to the pool resets the session and sets it up again (COM_RESET_CONNECTION,
+        // then the charset and autocommit), as many round trips as the login it saves.
+        Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=..., pool_reset_session=False)` and `pool.get_connection()` per request (its `close()` returns it to the pool; without `pool_reset_session=False`, each return resets the session, costing as many round trips as a login, so keep the reset only if session state must not pass between requests), or SQLAlchemy's engine pool.",
         Driver::CLibrary => "keep the `MYSQL` handle open between requests (one per worker thread) instead of `mysql_real_connect()` for each, or put a pooler such as ProxySQL beside the application.",
         Driver::MysqlConnectorJ => "a `HikariDataSource` (HikariCP) over the JDBC URL, or the application server's pooled DataSource, with `maximumPoolSize` near the concurrency; `getConnection()`/`close()` then borrow and return.",
         Driver::MariadbConnectorJ => "a `HikariDataSource` (HikariCP), or the driver's own `MariaDbPoolDataSource` (`pool=true&maxPoolSize=10` in the URL); `getConnection()`/`close()` then borrow and return.",
