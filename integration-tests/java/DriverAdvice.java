@@ -13,6 +13,8 @@
 //   batch-rewrite  the same with `rewriteBatchedStatements=true` in the URL
 //   churn          40 queries, each on a DriverManager.getConnection() of its own
 //   churn-advised  the same with `pool=true&maxPoolSize=10` in the URL (the driver's own pool)
+//   chatty         60 requests on one connection, each setting time_zone and wait_timeout again
+//   chatty-advised the same requests, both in `sessionVariables=` of the URL instead
 // Each prints a line the test checks, read back from the server.
 
 import java.sql.Connection;
@@ -39,6 +41,13 @@ public class DriverAdvice {
                 + "&password=" + args[4] + "&useSsl=false&useBatchMultiSend=false";
         if (mode.equals("churn") || mode.equals("churn-advised")) {
             churn(mode.equals("churn-advised") ? url + "&pool=true&maxPoolSize=10" : url);
+            return;
+        }
+        if (mode.equals("chatty") || mode.equals("chatty-advised")) {
+            boolean advised = mode.equals("chatty-advised");
+            try (Connection conn = DriverManager.getConnection(advised ? url + "&sessionVariables=time_zone='+00:00',wait_timeout=600" : url)) {
+                chatty(conn, advised);
+            }
             return;
         }
         String batching = "&rewriteBatchedStatements=false&useBulkStmts=false";
@@ -117,6 +126,27 @@ public class DriverAdvice {
              ResultSet rs = st.executeQuery("SELECT COUNT(*), SUM(id), MAX(name) FROM df_writes")) {
             rs.next();
             System.out.println("inserted=" + rs.getLong(1) + " sum=" + rs.getLong(2) + " max=" + rs.getString(3));
+        }
+    }
+
+    static void chatty(Connection conn, boolean advised) throws Exception {
+        int names = 0;
+        try (Statement st = conn.createStatement()) {
+            for (int i = 0; i < 60; i++) {
+                if (!advised) {
+                    st.execute("SET time_zone = '+00:00'");
+                    st.execute("SET wait_timeout = 600");
+                }
+                try (ResultSet rs = st.executeQuery("SELECT name FROM df_customers WHERE id = " + (i % 50 + 1))) {
+                    while (rs.next()) {
+                        names++;
+                    }
+                }
+            }
+            try (ResultSet rs = st.executeQuery("SELECT @@time_zone, @@wait_timeout")) {
+                rs.next();
+                System.out.println("requests=60 names=" + names + " time_zone=" + rs.getString(1) + " wait_timeout=" + rs.getString(2));
+            }
         }
     }
 

@@ -10,6 +10,9 @@
 //   creates-advised   one Sequelize `Model.bulkCreate(rows)`
 //   churn             40 queries, each on a connection of its own (`createConnection`)
 //   churn-advised     40 queries on `mysql.createPool({...})`, made once
+//   chatty            60 requests on a pool, each a ping and a SET time_zone before its query
+//   chatty-advised    the SET once per connection in the pool's `connection` event, no pings
+//                     (`enableKeepAlive` keeps idle connections alive instead)
 // The tables come from python/driver_fixes.py setup. Each prints a line the test checks, read
 // back from the server.
 'use strict';
@@ -106,6 +109,30 @@ async function churn(o, advised) {
   console.log(`queries=40 sum=${total}`);
 }
 
+async function chatty(o, advised) {
+  const setZone = "SET time_zone = '+00:00'";
+  const pool = mysql.createPool({ ...o, connectionLimit: 2, enableKeepAlive: advised });
+  if (advised) {
+    // The event hands over the callback connection: its query() queues the SET ahead of any
+    // query the pool's user sends.
+    pool.on('connection', (conn) => conn.query(setZone));
+  }
+  let names = 0;
+  for (let i = 0; i < 60; i++) {
+    const conn = await pool.getConnection();
+    if (!advised) {
+      await conn.ping();
+      await conn.query(setZone);
+    }
+    const [rows] = await conn.query('SELECT name FROM df_customers WHERE id = ?', [(i % 50) + 1]);
+    names += rows.length;
+    conn.release();
+  }
+  const [[r]] = await pool.query('SELECT @@time_zone AS zone');
+  console.log(`requests=60 names=${names} time_zone=${r.zone}`);
+  await pool.end();
+}
+
 async function main() {
   const mode = process.argv[2];
   const o = options(process.argv.slice(2));
@@ -114,6 +141,9 @@ async function main() {
   }
   if (mode.startsWith('churn')) {
     return churn(o, mode === 'churn-advised');
+  }
+  if (mode.startsWith('chatty')) {
+    return chatty(o, mode === 'chatty-advised');
   }
   const conn = await mysql.createConnection(o);
   try {

@@ -13,6 +13,9 @@ Modes:
   inserts-advised  the same 40 rows by `cursor.executemany(sql, rows)`
   inserts-multirow the same 40 rows as one `INSERT ... VALUES (?, ?), (?, ?), ...`
   churn            40 queries, each on a connection of its own
+  chatty           60 requests on one connection, each setting autocommit and time_zone again
+  chatty-advised   the same requests, the settings made once in connect() (PyMySQL and
+                   mysqlclient: autocommit= and init_command=)
   churn-advised    the same 40 queries on one connection kept open
 Each prints a line the test checks for the rows it read or wrote, read back from the server.
 """
@@ -23,11 +26,14 @@ ORDERS = "SELECT id, customer FROM df_orders ORDER BY id"
 ROWS = [(i, "w%d" % i) for i in range(40)]
 
 
-def connect(a):
+TIME_ZONE = "SET time_zone = '+00:00'"
+
+
+def connect(a, **settings):
     if a.driver == "pymysql":
         import pymysql
 
-        return pymysql.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db)
+        return pymysql.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db, **settings)
     if a.driver.startswith("oracle"):
         import mysql.connector
 
@@ -38,7 +44,7 @@ def connect(a):
     if a.driver == "mysqlclient":
         import MySQLdb
 
-        return MySQLdb.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db)
+        return MySQLdb.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db, **settings)
     import mariadb
 
     return mariadb.connect(host=a.host, port=a.port, user=a.user, password=a.password, database=a.db)
@@ -128,9 +134,25 @@ def churn(a, advised):
     print("queries=40 sum=%d" % total)
 
 
+def chatty(a, advised):
+    conn = connect(a, autocommit=True, init_command=TIME_ZONE) if advised else connect(a)
+    cur = conn.cursor()
+    names = 0
+    for i in range(60):
+        if not advised:
+            cur.execute("SET autocommit = 1")
+            cur.execute(TIME_ZONE)
+        cur.execute("SELECT name FROM df_customers WHERE id = %d" % (i % 50 + 1))
+        names += len(cur.fetchall())
+    cur.execute("SELECT @@autocommit, @@time_zone")
+    autocommit, zone = cur.fetchone()
+    print("requests=60 names=%d autocommit=%s time_zone=%s" % (names, autocommit, zone))
+    conn.close()
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["setup", "loop", "loop-advised", "inserts", "inserts-advised", "inserts-multirow", "churn", "churn-advised"])
+    p.add_argument("mode", choices=["setup", "loop", "loop-advised", "inserts", "inserts-advised", "inserts-multirow", "churn", "churn-advised", "chatty", "chatty-advised"])
     p.add_argument("--driver", choices=["pymysql", "connector", "mysqlclient", "oracle", "oracle-c"], default="pymysql")
     for flag in ["--host", "--user", "--password", "--db"]:
         p.add_argument(flag)
@@ -138,6 +160,8 @@ def main():
     a = p.parse_args()
     if a.mode.startswith("churn"):
         return churn(a, a.mode == "churn-advised")
+    if a.mode.startswith("chatty"):
+        return chatty(a, a.mode == "chatty-advised")
     conn = connect(a)
     mark = "?" if a.driver == "connector" else "%s"
     if a.mode == "setup":

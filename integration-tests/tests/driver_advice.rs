@@ -602,3 +602,48 @@ fn mysql_connector_python_in_list_executemany_and_pool_work() {
     }
     .check();
 }
+
+/// Session settings made on every use, then once per connection as each driver's words say.
+#[test]
+fn chatty_session_settings_once_per_connection_work() {
+    const PYTHON: &str = "requests=60 names=60 autocommit=1 time_zone=+00:00";
+    const ZONE: &str = "requests=60 names=60 time_zone=+00:00";
+    let cases: [(Client, &str, &[&str], &str); 4] = [
+        (Client::Python("pymysql"), "PyMySQL", &["`autocommit=` and `init_command=` in `pymysql.connect()`"], PYTHON),
+        // mysqlclient's `init_command=` and `autocommit=` are the C calls the words name.
+        (
+            Client::Python("mysqlclient"),
+            "the C client library",
+            &["`mysql_optionsv(mysql, MYSQL_INIT_COMMAND, \"SET ...\")`", "`mysql_autocommit()` only when it changes"],
+            PYTHON,
+        ),
+        (
+            Client::Node,
+            "Node.js (mysql2)",
+            &[
+                "session variables once per connection (the pool's `connection` event)",
+                "`enableKeepAlive` rather than a ping",
+            ],
+            ZONE,
+        ),
+        (
+            Client::Java,
+            "MariaDB Connector/J",
+            &["session variables in `sessionVariables=` of the URL"],
+            "requests=60 names=60 time_zone=+00:00 wait_timeout=600",
+        ),
+    ];
+    for (client, driver, words, prints) in cases {
+        Advice {
+            client,
+            kind: Kind::ChattySession,
+            pattern: "chatty",
+            advised: &["chatty-advised"],
+            driver,
+            words,
+            prints,
+            link: false,
+        }
+        .check();
+    }
+}
