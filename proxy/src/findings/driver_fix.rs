@@ -2,9 +2,10 @@
 //! idiom that does in that driver what the fix asks. `None` where the driver has nothing of
 //! its own to say (the SQL-level fix is the whole fix) or cannot cause the pattern.
 //!
-//! Every sentence here is advice a user pastes: it names only calls the driver implements (the
-//! PHP advice is run against mysqlnd by `integration-tests/tests/php_fetch.rs`), and only that
-//! driver's calls. `CLibrary` is whatever runs over libmariadb or libmysqlclient without naming
+//! Every sentence here is advice a user pastes: it names only calls the driver implements, and
+//! only that driver's calls. `integration-tests/tests/driver_advice.rs` runs the advised code
+//! of each driver installed for the tests (`php_fetch.rs` mysqlnd's) and checks that the
+//! finding goes away; `docs/findings.md` lists which advice is run and which is not. `CLibrary` is whatever runs over libmariadb or libmysqlclient without naming
 //! itself — a C program such as sysbench as well as MariaDB Connector/Python or mysqlclient,
 //! which send the same attributes — so its words are the C API's, true for all of them.
 
