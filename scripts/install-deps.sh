@@ -26,6 +26,8 @@ CHECKS=(
   "/usr/bin/python3-config python3-dev"
   "gcc gcc"
   "py:ensurepip python3-venv"
+  # mysqlclient (MySQLdb) finds libmariadb through pkg-config when pip builds it.
+  "pkg-config pkg-config"
   # The driver tests (tests/drivers.rs): a JDK to run the JDBC probe as a single source file,
   # MariaDB Connector/J from Debian (Maven Central is out of reach), and a headless browser
   # with a font to render the HTML report.
@@ -59,9 +61,12 @@ fi
 
 # Pinned client libraries for target/test-venv (PyMySQL reports itself as "2.2.8" in
 # pymysql.__version__, a mysqlclient-compatible number; its release is 1.2.4). prometheus-client
-# is the official Prometheus client; its text parser checks what /metrics serves.
+# is the official Prometheus client; its text parser checks what /metrics serves. mysqlclient
+# (MySQLdb) is built against libmariadb; mysql-connector-python is Oracle's Connector/Python.
+# tests/driver_advice.rs runs the advice each of them gets.
 VENV="$REPO/target/test-venv"
-PY_PACKAGES=("mariadb==1.1.14" "PyMySQL==1.2.4" "prometheus-client==0.26.0")
+PY_PACKAGES=("mariadb==1.1.14" "PyMySQL==1.2.4" "mysqlclient==2.2.7" "mysql-connector-python==9.1.0"
+  "prometheus-client==0.26.0")
 
 system_python() {
   if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
@@ -83,7 +88,7 @@ from importlib.metadata import version
 for spec in sys.argv[1:]:
     name, wanted = spec.split("==")
     assert version(name) == wanted, spec
-import mariadb, pymysql, prometheus_client.parser
+import mariadb, pymysql, MySQLdb, mysql.connector, prometheus_client.parser
 PY
 }
 

@@ -95,6 +95,7 @@ _SIGNATURES = [
     ("mysql_stmt_field_count", uint, [vp]),
     ("mysql_stmt_bind_result", ctypes.c_char, [vp, ctypes.POINTER(MYSQL_BIND)]),
     ("mysql_stmt_fetch", ctypes.c_int, [vp]),
+    ("mysql_stmt_store_result", ctypes.c_int, [vp]),
     ("mysql_stmt_error", cp, [vp]),
     ("mysql_stmt_errno", uint, [vp]),
     ("mysql_stmt_close", ctypes.c_char, [vp]),
@@ -157,11 +158,13 @@ class Conn:
 
 
 class CursorStmt:
-    """A prepared SELECT executed with a READ_ONLY cursor; every column read as a string."""
+    """A prepared SELECT executed with a READ_ONLY cursor; every column read as a string.
+    With cursor=False, no cursor: the whole result read by mysql_stmt_store_result."""
 
-    def __init__(self, conn, sql, prefetch):
+    def __init__(self, conn, sql, prefetch, cursor=True):
         self.stmt = LIB.mysql_stmt_init(conn.mysql)
-        for attr, value in [(STMT_ATTR_CURSOR_TYPE, CURSOR_TYPE_READ_ONLY), (STMT_ATTR_PREFETCH_ROWS, prefetch)]:
+        attrs = [(STMT_ATTR_CURSOR_TYPE, CURSOR_TYPE_READ_ONLY), (STMT_ATTR_PREFETCH_ROWS, prefetch)]
+        for attr, value in attrs if cursor else []:
             v = ulong(value)
             if LIB.mysql_stmt_attr_set(self.stmt, attr, ctypes.byref(v)) != b"\0":
                 self.fail("attr_set")
@@ -169,6 +172,8 @@ class CursorStmt:
             self.fail("prepare")
         if LIB.mysql_stmt_execute(self.stmt):
             self.fail("execute")
+        if not cursor and LIB.mysql_stmt_store_result(self.stmt):
+            self.fail("store_result")
         n = LIB.mysql_stmt_field_count(self.stmt)
         self.binds = (MYSQL_BIND * n)()
         self.buffers = [ctypes.create_string_buffer(4096) for _ in range(n)]

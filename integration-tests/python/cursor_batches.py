@@ -6,7 +6,8 @@ N=10 are 2,000 round trips, the JDBC story of the background article.
 
 Modes:
   setup  create and fill the table (20,000 rows of mixed types), once
-  read   read the whole table through a cursor with --prefetch rows per fetch and print
+  read   read the whole table through a cursor with --prefetch rows per fetch (or, with
+         --no-cursor, without one) and print
          a digest of the rows and how many COM_STMT_FETCH the server counted
 """
 
@@ -37,7 +38,7 @@ def setup(conn, args):
 def read(conn, args):
     fetches = lambda: int(conn.query("SHOW SESSION STATUS LIKE 'Com_stmt_fetch'")[0][0][1])
     before = fetches()
-    cursor = c.CursorStmt(conn, SELECT.format(table=args.table), args.prefetch)
+    cursor = c.CursorStmt(conn, SELECT.format(table=args.table), args.prefetch, cursor=not args.no_cursor)
     count, sha, ids = 0, hashlib.sha256(), set()
     while (row := cursor.fetch()) is not None:
         count += 1
@@ -61,6 +62,7 @@ def main():
     p.add_argument("--db", required=True)
     p.add_argument("--table", default="drv_cursor_rows")
     p.add_argument("--prefetch", type=int, default=10)
+    p.add_argument("--no-cursor", action="store_true", help="no cursor: mysql_stmt_store_result reads it all")
     args = p.parse_args()
     conn = c.Conn(args.host, args.port, args.user, args.password, args.db)
     # utf8mb4 both ways, so the emoji survive the INSERT ... SELECT literal and the read.

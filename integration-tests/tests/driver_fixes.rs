@@ -54,7 +54,7 @@ fn finding(proxy: &TestProxy, kind: Kind, done: impl Fn(&FindingReport) -> bool)
 fn n_plus_one_by(driver: &str) -> FindingReport {
     setup();
     let proxy = TestProxy::start();
-    assert_eq!(python("driver_fixes.py", proxy.addr(), &["loop", "--driver", driver]).trim(), "names=50");
+    assert_eq!(python("driver_fixes.py", proxy.addr(), &["loop", "--driver", driver]).trim(), "names=50 distinct=50");
     finding(&proxy, Kind::NPlusOne, |f| f.evidence.executions == 50 && f.evidence.statement == CHILD).0
 }
 
@@ -65,7 +65,10 @@ fn pymysql_n_plus_one_and_inserts_in_pymysql_words() {
     assert!(f.suggestion.contains("PyMySQL: `cursor.execute(\"... IN %s\", (tuple(keys),))`"), "{}", f.suggestion);
 
     let proxy = TestProxy::start();
-    assert_eq!(python("driver_fixes.py", proxy.addr(), &["inserts", "--driver", "pymysql"]).trim(), "inserted=40");
+    assert_eq!(
+        python("driver_fixes.py", proxy.addr(), &["inserts", "--driver", "pymysql"]).trim(),
+        "inserted=40 sum=780 max=w9"
+    );
     let (f, _) = finding(&proxy, Kind::RepeatedWrite, |f| f.evidence.executions == 40);
     assert!(f.suggestion.contains("PyMySQL: `cursor.executemany(sql, rows)`"), "{}", f.suggestion);
 }

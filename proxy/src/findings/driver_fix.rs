@@ -2,9 +2,10 @@
 //! idiom that does in that driver what the fix asks. `None` where the driver has nothing of
 //! its own to say (the SQL-level fix is the whole fix) or cannot cause the pattern.
 //!
-//! Every sentence here is advice a user pastes: it names only calls the driver implements (the
-//! PHP advice is run against mysqlnd by `integration-tests/tests/php_fetch.rs`), and only that
-//! driver's calls. `CLibrary` is whatever runs over libmariadb or libmysqlclient without naming
+//! Every sentence here is advice a user pastes: it names only calls the driver implements, and
+//! only that driver's calls. `integration-tests/tests/driver_advice.rs` runs the advised code
+//! of each driver installed for the tests (`php_fetch.rs` mysqlnd's) and checks that the
+//! finding goes away; `docs/findings.md` lists which advice is run and which is not. `CLibrary` is whatever runs over libmariadb or libmysqlclient without naming
 //! itself — a C program such as sysbench as well as MariaDB Connector/Python or mysqlclient,
 //! which send the same attributes — so its words are the C API's, true for all of them.
 
@@ -66,9 +67,11 @@ fn batched_insert(driver: Driver) -> Option<String> {
         Driver::MariadbConnectorJ => "`addBatch()` then `executeBatch()`, with `useBulkStmts=true` (one bulk command per batch) or `rewriteBatchedStatements=true` in the URL.",
         Driver::Mysqlnd => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows: PDO and mysqli have no batch call.",
         Driver::Go => "build one `INSERT ... VALUES (?, ?), (?, ?), ...` per batch of rows; `interpolateParams=true` in the DSN also saves the prepare round trips.",
-        Driver::Node => "`connection.query('INSERT INTO t (a, b) VALUES ?', [rows])` sends a nested array as one multi-row INSERT.",
+        Driver::Node => "`connection.query('INSERT INTO t (a, b) VALUES ?', [rows])` sends a nested array as one multi-row INSERT; with Sequelize, `Model.bulkCreate(rows)`.",
         Driver::DotNet => "MySqlConnector's `MySqlBulkCopy`, or one multi-row INSERT per batch of rows.",
-        Driver::MysqlAsync => "build one multi-row INSERT per batch of rows (`exec_batch` still waits for each row).",
+        // mysql_async's `exec_batch` uses COM_STMT_BULK_EXECUTE when MariaDB offers it, and
+        // one COM_STMT_EXECUTE per row (each awaited) on MySQL.
+        Driver::MysqlAsync => "`conn.exec_batch(sql, rows)` sends the rows as one bulk command on MariaDB; on MySQL it waits for each row, so there build one multi-row INSERT per batch of rows.",
         Driver::Cli => return None,
     }
     .to_owned())
@@ -129,7 +132,9 @@ fn chatty(driver: Driver) -> Option<String> {
 fn pooling(driver: Driver) -> Option<String> {
     Some(match driver {
         Driver::PyMysql => "with SQLAlchemy, one `create_engine(...)` per process pools the connections (`pool_size`, `pool_recycle`); without it, DBUtils' `PooledDB(pymysql, ...)`, or one connection kept per worker instead of `pymysql.connect()` per request.",
-        Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=...)` and `pool.get_connection()` per request (its `close()` returns it to the pool), or SQLAlchemy's engine pool.",
+        // Each return to the pool resets the session and sets it up again (COM_RESET_CONNECTION,
+        // then the charset and autocommit), as many round trips as the login it saves.
+        Driver::MysqlConnectorPython => "`mysql.connector.pooling.MySQLConnectionPool(pool_name=..., pool_size=..., pool_reset_session=False)` and `pool.get_connection()` per request (its `close()` returns it to the pool; without `pool_reset_session=False`, each return resets the session, costing as many round trips as a login, so keep the reset only if session state must not pass between requests), or SQLAlchemy's engine pool.",
         Driver::CLibrary => "keep the `MYSQL` handle open between requests (one per worker thread) instead of `mysql_real_connect()` for each, or put a pooler such as ProxySQL beside the application.",
         Driver::MysqlConnectorJ => "a `HikariDataSource` (HikariCP) over the JDBC URL, or the application server's pooled DataSource, with `maximumPoolSize` near the concurrency; `getConnection()`/`close()` then borrow and return.",
         Driver::MariadbConnectorJ => "a `HikariDataSource` (HikariCP), or the driver's own `MariaDbPoolDataSource` (`pool=true&maxPoolSize=10` in the URL); `getConnection()`/`close()` then borrow and return.",
