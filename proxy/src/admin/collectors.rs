@@ -62,10 +62,7 @@ impl Metrics {
     /// Reads `sources`, naming the service `configured` (`metrics.service`), else `env`
     /// (`OTEL_SERVICE_NAME`, ignored when empty).
     pub fn new(sources: Sources, configured: Option<&str>, env: Option<&str>) -> Metrics {
-        let named = configured
-            .or(env.map(str::trim).filter(|e| !e.is_empty()))
-            .map(|s| Arc::from(s.chars().filter(|c| !c.is_control()).take(255).collect::<String>()));
-        Metrics { sources, named }
+        Metrics { sources, named: named_service(configured, env) }
     }
 
     /// The service every series is labelled with now: as configured, else the first
@@ -74,7 +71,8 @@ impl Metrics {
         if let Some(named) = &self.named {
             return named.clone();
         }
-        lock(&self.sources.findings).program.clone().unwrap_or_else(|| Arc::from(UNKNOWN_SERVICE))
+        let program = lock(&self.sources.findings).program.clone();
+        program.unwrap_or_else(|| Arc::from(UNKNOWN_SERVICE))
     }
 
     /// The exposition, in the text format: one registry per scrape, so that the service a
@@ -82,6 +80,14 @@ impl Metrics {
     pub fn encode(&self) -> String {
         super::metrics::encode(&registry(self.sources.clone(), &self.service()))
     }
+}
+
+/// `metrics.service`, else `OTEL_SERVICE_NAME` when it is not blank; at most 255 characters,
+/// control characters left out (the config's validation refuses them; the environment's
+/// value is taken as it comes).
+fn named_service(configured: Option<&str>, env: Option<&str>) -> Option<Arc<str>> {
+    let name = configured.or(env.map(str::trim).filter(|e| !e.is_empty()))?;
+    Some(Arc::from(name.chars().filter(|c| !c.is_control()).take(255).collect::<String>()))
 }
 
 /// A registry with every part's collector, each series labelled `service`.
@@ -396,5 +402,21 @@ impl Collector for LinkCollector {
             "Time transfers spent held back by each limit.",
             l.totals.iter().map(|(k, (_, us))| ([("limit", *k)], *us as f64 / 1e6)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_names_the_service_before_the_environment() {
+        let name = |c, e| named_service(c, e).map(|s| s.to_string());
+        assert_eq!(name(Some("checkout"), Some("from-env")).as_deref(), Some("checkout"));
+        assert_eq!(name(None, Some(" from-env ")).as_deref(), Some("from-env"));
+        assert_eq!(name(None, Some("  ")), None, "blank: the program_name decides");
+        assert_eq!(name(None, None), None);
+        let long = "x".repeat(300) + "\n";
+        assert_eq!(name(None, Some(&long)).unwrap().len(), 255);
     }
 }
