@@ -299,9 +299,14 @@ fn family<'a>(parsed: &'a Value, name: &str, kind: &str) -> &'a [Value] {
     family["samples"].as_array().map_or(&[], Vec::as_slice)
 }
 
-/// The value of sample `name` with exactly `labels`.
+/// The value of sample `name` with exactly `labels`, beside the `service` every sample carries.
 fn value(samples: &[Value], name: &str, labels: Value) -> f64 {
-    let found = samples.iter().find(|s| s["name"] == name && s["labels"] == labels);
+    let without_service = |l: &Value| {
+        let mut l = l.clone();
+        l.as_object_mut().and_then(|o| o.remove("service")).expect("every sample names its service");
+        l
+    };
+    let found = samples.iter().find(|s| s["name"] == name && without_service(&s["labels"]) == labels);
     found.and_then(|s| s["value"].as_f64()).unwrap_or_else(|| panic!("no {name}{labels} in {samples:?}"))
 }
 
