@@ -3,9 +3,10 @@
 //! service names — two from `metrics.service`, one from its client's `program_name` — each
 //! running an N+1 loop through mysql_async, scraped with the bearer token as compose does it.
 //! PromQL over the fleet answers "top statements by round trips", "N+1 findings by service"
-//! and "what-if at 80 ms", each checked against the instances' own `/report`s.
+//! and "what-if at 80 ms", each checked against the instances' own `/report`s; every query of
+//! the fleet dashboard (`docker/grafana/dashboards/rttscope-fleet.json`) answers from it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -112,6 +113,7 @@ impl Prometheus {
             let same = got.len() == want.len()
                 && got.iter().zip(want).all(|((gk, gv), (wk, wv))| gk == wk && (gv - wv).abs() <= close * wv.abs());
             if same {
+                eprintln!("{promql}\n  = {got:?}");
                 return got;
             }
             assert!(Instant::now() < deadline, "{promql}\n got {got:?}\nwant {want:?}");
@@ -262,4 +264,48 @@ async fn prometheus_answers_fleet_questions_as_the_reports_do() {
     );
     let want = BTreeMap::from([(String::new(), projected)]);
     prometheus.until(&whatif, "", &want, 0.005);
+
+    fleet_dashboard_answers(&prometheus);
+}
+
+/// Every query of the fleet dashboard answers from this Prometheus, a series for each of
+/// the fleet's services where it groups by service; so does its `service` variable.
+fn fleet_dashboard_answers(prometheus: &Prometheus) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docker/grafana/dashboards/rttscope-fleet.json");
+    let dashboard: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let services: BTreeSet<String> = FLEET.iter().map(|f| f.0.to_owned()).collect();
+    let variable = &dashboard["templating"]["list"][0];
+    assert_eq!(variable["name"], "service");
+    let definition = variable["definition"].as_str().unwrap();
+    let metric = definition.strip_prefix("label_values(").and_then(|d| d.strip_suffix(", service)")).unwrap();
+    let values: BTreeSet<String> = prometheus
+        .query(&format!("count by (service) ({metric})"))
+        .into_iter()
+        .map(|(l, _)| l["service"].clone())
+        .collect();
+    assert_eq!(values, services, "{definition}");
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            // As Grafana fills them in with every service chosen.
+            let promql = expr.replace("$__rate_interval", "1m").replace("$__range", "5m").replace("$service", ".*");
+            // A rate wants two scrapes of each series: the latest of them may be a second away.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let result = prometheus.query(&promql);
+                let seen: BTreeSet<String> = result.iter().filter_map(|(l, _)| l.get("service").cloned()).collect();
+                assert!(seen.is_subset(&services), "{promql}: {seen:?}");
+                let complete = !expr.contains("by (service") || seen == services;
+                if !result.is_empty() && complete {
+                    break;
+                }
+                let title = &panel["title"];
+                assert!(Instant::now() < deadline, "panel {title}: {promql} answers {result:?}");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "{checked} queries");
 }
