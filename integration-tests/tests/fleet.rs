@@ -185,32 +185,8 @@ async fn prometheus_answers_fleet_questions_as_the_reports_do() {
     for ((service, proxy), (_, _, loops, rows)) in fleet.iter().zip(FLEET) {
         n_plus_one(proxy, service, loops, rows).await;
     }
-    // Every loop counted: each instance's report shows them all, ended.
-    let reports: Vec<(&str, Report)> = fleet
-        .iter()
-        .zip(FLEET)
-        .map(|((service, proxy), (_, _, loops, _))| {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                let r = proxy.state().report();
-                let found: u64 =
-                    r.findings.iter().filter(|f| f.kind == Kind::NPlusOne).map(|f| f.evidence.occurrences).sum();
-                if found == u64::from(loops) {
-                    break (*service, r);
-                }
-                assert!(Instant::now() < deadline, "{service}: {found} of {loops} loops found");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        })
-        .collect();
-
-    // Every series of an instance carries its one service.
-    for ((service, proxy), _) in fleet.iter().zip(FLEET) {
-        let text = rttscope::cli::admin_client::get(&format!("http://{}", proxy.admin()), "/metrics").unwrap();
-        let label = format!("service=\"{service}\"");
-        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert!(samples.len() > 50 && samples.iter().all(|l| l.contains(&label)), "{service}:\n{text}");
-    }
+    let reports = reports_once_every_loop_ended(&fleet);
+    every_series_names_its_service(&fleet);
 
     // "Top statements by round trips across the fleet", readable by their summaries.
     let mut by_summary: BTreeMap<String, f64> = BTreeMap::new();
@@ -266,6 +242,36 @@ async fn prometheus_answers_fleet_questions_as_the_reports_do() {
     prometheus.until(&whatif, "", &want, 0.005);
 
     fleet_dashboard_answers(&prometheus);
+}
+
+/// Each instance's report, once it shows every loop its workload ran, ended.
+fn reports_once_every_loop_ended<'a>(fleet: &[(&'a str, TestProxy)]) -> Vec<(&'a str, Report)> {
+    let mut reports = Vec::new();
+    for ((service, proxy), (_, _, loops, _)) in fleet.iter().zip(FLEET) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r = proxy.state().report();
+            let found: u64 =
+                r.findings.iter().filter(|f| f.kind == Kind::NPlusOne).map(|f| f.evidence.occurrences).sum();
+            if found == u64::from(loops) {
+                reports.push((*service, r));
+                break;
+            }
+            assert!(Instant::now() < deadline, "{service}: {found} of {loops} loops found");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    reports
+}
+
+/// Every series of an instance carries its one service, however it was named.
+fn every_series_names_its_service(fleet: &[(&str, TestProxy)]) {
+    for (service, proxy) in fleet {
+        let text = rttscope::cli::admin_client::get(&format!("http://{}", proxy.admin()), "/metrics").unwrap();
+        let label = format!("service=\"{service}\"");
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(samples.len() > 50 && samples.iter().all(|l| l.contains(&label)), "{service}:\n{text}");
+    }
 }
 
 /// Every query of the fleet dashboard answers from this Prometheus, a series for each of
