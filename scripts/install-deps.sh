@@ -38,6 +38,8 @@ CHECKS=(
   "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core"
   # The findings' false-positive test (tests/sysbench.rs): a pooled OLTP workload.
   "sysbench sysbench"
+  # The fleet test (tests/fleet.rs) runs Prometheus's binary itself, scraping three instances.
+  "prometheus prometheus"
   # The PHP fetch advice is run against mysqlnd (tests/php_fetch.rs).
   "php php-cli"
   "/usr/share/doc/php-mysql php-mysql"

@@ -316,18 +316,23 @@ impl Default for SqlViewConfig {
 }
 
 /// `metrics`: what `/metrics` exposes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetricsConfig {
     /// Statements (by total time) that get per-statement series of their own; the rest
     /// count in one `other` series, so each per-statement family has at most this many plus
     /// one series. 0 to 10000. Default `100`.
     pub top_statements: usize,
+    /// OpenTelemetry's `service.name`: the `service` label every series carries, so that a
+    /// fleet's sidecars can be told apart. Unset (the default): the `OTEL_SERVICE_NAME`
+    /// environment variable, else the `program_name` the first client's connection attributes
+    /// give, else `unknown_service`. At most 255 characters, none of them control characters.
+    pub service: Option<String>,
 }
 
 impl Default for MetricsConfig {
     fn default() -> Self {
-        MetricsConfig { top_statements: 100 }
+        MetricsConfig { top_statements: 100, service: None }
     }
 }
 
@@ -338,6 +343,13 @@ impl MetricsConfig {
             "top_statements",
             format!("must be at most 10000 (each is a series per family), not {}", self.top_statements),
         );
+        if let Some(service) = &self.service {
+            c.require(
+                !service.is_empty() && service.chars().count() <= 255 && !service.chars().any(char::is_control),
+                "service",
+                format!("must be 1 to 255 characters without control characters, not {service:?}"),
+            );
+        }
     }
 }
 

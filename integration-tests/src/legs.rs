@@ -84,7 +84,8 @@ pub fn connections(admin: SocketAddr) -> Vec<LiveConnectionView> {
 }
 
 /// Every sample of the family `name` in the Prometheus text `metrics`, by its label set
-/// (`leg="client",transport="tls"` as written, in order).
+/// (`leg="client",transport="tls"` as written, in order), without the `service` label that
+/// every series of a process carries alike.
 pub fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
     metrics
         .lines()
@@ -94,7 +95,9 @@ pub fn samples(metrics: &str, name: &str) -> BTreeMap<String, f64> {
             let (labels, value) = match rest.strip_prefix('{') {
                 Some(r) => {
                     let (labels, value) = r.split_once('}')?;
-                    (labels.to_owned(), value)
+                    // Every series carries the process's one `service`: keyed without it.
+                    let rest: Vec<&str> = labels.split(',').filter(|l| !l.starts_with("service=\"")).collect();
+                    (rest.join(","), value)
                 }
                 None if rest.starts_with(' ') => (String::new(), rest),
                 None => return None,

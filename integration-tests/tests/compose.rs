@@ -140,11 +140,15 @@ fn the_monitoring_profile_scrapes_rttscope_and_provisions_the_dashboard() {
     let uid = source["uid"].as_str().expect("a data source uid");
     let providers: Value = serde_yaml::from_str(&read("docker/grafana/provisioning/dashboards/rttscope.yml")).unwrap();
     assert_eq!(providers["providers"][0]["options"]["path"].as_str(), Some("/var/lib/grafana/dashboards"));
-    let dashboard = dashboard();
-    for panel in dashboard["panels"].as_array().unwrap() {
-        assert_eq!(panel["datasource"]["uid"], uid, "panel {}", panel["title"]);
-        for target in panel["targets"].as_array().unwrap() {
-            assert_eq!(target["datasource"]["uid"], uid, "panel {}", panel["title"]);
+    // The per-instance dashboard and the fleet's (tests/fleet.rs runs the fleet's queries).
+    let fleet: serde_json::Value =
+        serde_json::from_str(&read("docker/grafana/dashboards/rttscope-fleet.json")).unwrap();
+    for dashboard in [dashboard(), fleet] {
+        for panel in dashboard["panels"].as_array().unwrap() {
+            assert_eq!(panel["datasource"]["uid"], uid, "panel {}", panel["title"]);
+            for target in panel["targets"].as_array().unwrap() {
+                assert_eq!(target["datasource"]["uid"], uid, "panel {}", panel["title"]);
+            }
         }
     }
 }

@@ -123,7 +123,7 @@ async fn blackholed_upstream_gives_an_err_within_user_timeout() {
             })
             .unwrap()
             .expect("GET /metrics");
-        metrics.lines().find_map(|l| l.strip_prefix("rttscope_connections_active ")?.trim().parse::<u64>().ok())
+        rttscope_integration_tests::legs::samples(&metrics, "rttscope_connections_active").get("").map(|v| *v as u64)
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     while active() != Some(1) {

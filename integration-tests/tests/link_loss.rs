@@ -107,8 +107,8 @@ fn loss_with_autotuned_buffers_is_loss() {
     assert!(num(&v, "throughput") * 8.0 < 0.5 * LINK_BPS as f64, "{v}");
     // Counted by limit like every other (the rttscope_link_limit_total is this metric).
     let metrics = rig.admin_text("/metrics");
-    let line = metrics.lines().find(|l| l.starts_with("rttscope_link_transfers_total{limit=\"loss\"}"));
-    assert_eq!(line, Some("rttscope_link_transfers_total{limit=\"loss\"} 1"), "{metrics}");
+    let loss = rttscope_integration_tests::legs::samples(&metrics, "rttscope_link_transfers_total");
+    assert_eq!(loss.get("limit=\"loss\""), Some(&1.0), "{metrics}");
 }
 
 #[test]

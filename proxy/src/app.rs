@@ -206,13 +206,14 @@ impl Rttscope {
         };
         let mut engine = FindingsEngine::new(config.findings.clone());
         engine.keep_recent(config.report.window_max.get());
+        engine.counts.set_top(config.metrics.top_statements);
         let findings = Arc::new(Mutex::new(engine));
         let expected = Expected::new(
             config.link.expected_rtt.map(|d| d.0),
             config.link.expected_bandwidth.map(|b| b.bits_per_second()),
         );
         let links = Arc::new(Mutex::new(Links::new(sysctls, expected)));
-        let metrics = admin::collectors::registry(admin::collectors::Sources {
+        let sources = admin::collectors::Sources {
             relay: proxy.stats(),
             dropped: dropped.clone(),
             buffers: proxy.buffers(),
@@ -221,7 +222,10 @@ impl Rttscope {
             links: links.clone(),
             inject: inject.clone(),
             server_address: config.upstream.address.host().to_owned(),
-        });
+        };
+        let service_env = std::env::var("OTEL_SERVICE_NAME").ok();
+        let metrics =
+            admin::collectors::Metrics::new(sources, config.metrics.service.as_deref(), service_env.as_deref());
         let state = Arc::new(AdminState {
             config: config.clone(),
             recording: recording.clone(),

@@ -36,6 +36,7 @@ mod lexer;
 mod mode;
 mod normalise;
 mod sqlcommenter;
+mod summary;
 mod trace;
 mod value;
 
@@ -49,6 +50,7 @@ use std::str::FromStr;
 
 pub use mode::{SqlMode, sql_mode_assigned};
 pub use sqlcommenter::{Tags, decode as decode_tag};
+pub use summary::{MAX_SUMMARY, summary};
 
 /// At most this many literal values are hashed into [`Fingerprint::values`].
 pub const MAX_VALUES: usize = 16;

@@ -357,6 +357,18 @@ fn tls_keys_that_go_together() {
 }
 
 #[test]
+fn metrics_service_is_a_short_printable_name() {
+    assert_eq!(Config::default().metrics.service, None);
+    let c = Config::from_yaml("metrics:\n  service: checkout\n").unwrap();
+    assert_eq!(c.metrics.service.as_deref(), Some("checkout"));
+    for bad in ["\"\"", "\"a\\tb\"", &"x".repeat(256)] {
+        let p = problems(&format!("metrics:\n  service: {bad}\n"));
+        assert_eq!(p.len(), 1, "{bad}: {p:?}");
+        assert_eq!(p[0].0, "metrics.service");
+    }
+}
+
+#[test]
 fn metrics_top_statements_is_bounded() {
     assert_eq!(Config::default().metrics.top_statements, 100);
     assert_eq!(Config::from_yaml("metrics:\n  top_statements: 0\n").unwrap().metrics.top_statements, 0);

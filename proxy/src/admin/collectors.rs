@@ -1,7 +1,9 @@
 //! What each part contributes to `/metrics`, written at scrape time from what it already
 //! keeps: the relay's counters, the recorded commands (with the per-statement OpenTelemetry
-//! families), the findings, and the link. [`registry`] puts them together.
+//! families), the findings, and the link. [`Metrics`] puts them together, each scrape under
+//! the one `service` label of the process.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,7 +13,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::registry::Registry;
 
 use super::metrics::Families;
-use crate::findings::FindingsEngine;
+use crate::findings::{FindingsEngine, StatementFindings};
 use crate::inject::InjectControl;
 use crate::link::Links;
 use crate::record::{Recording, StatementSeries};
@@ -19,6 +21,7 @@ use crate::relay::{BufferBudget, RelayStats};
 use crate::sync::locked;
 
 /// What `/metrics` reads.
+#[derive(Clone)]
 pub struct Sources {
     /// Connection, login, protocol-error and desync counters, and the upstream's product for the
     /// OpenTelemetry families' `db.system.name`.
@@ -40,9 +43,57 @@ pub struct Sources {
     pub server_address: String,
 }
 
-/// A registry with every part's collector.
-pub fn registry(sources: Sources) -> Registry {
-    let mut registry = Registry::default();
+/// OpenTelemetry's default `service.name` when nothing names the service.
+pub const UNKNOWN_SERVICE: &str = "unknown_service";
+
+/// Every part's collector, exposed under one `service` label (OpenTelemetry's `service.name`).
+pub struct Metrics {
+    sources: Sources,
+    /// `metrics.service`, else `OTEL_SERVICE_NAME`; `None`: the first client's `program_name`.
+    named: Option<Arc<str>>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").field("named", &self.named).finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Reads `sources`, naming the service `configured` (`metrics.service`), else `env`
+    /// (`OTEL_SERVICE_NAME`, ignored when empty).
+    pub fn new(sources: Sources, configured: Option<&str>, env: Option<&str>) -> Metrics {
+        Metrics { sources, named: named_service(configured, env) }
+    }
+
+    /// The service every series is labelled with now: as configured, else the first
+    /// `program_name` a client gave (fixed from then on), else [`UNKNOWN_SERVICE`].
+    pub fn service(&self) -> Arc<str> {
+        if let Some(named) = &self.named {
+            return named.clone();
+        }
+        let program = locked(&self.sources.findings).program.clone();
+        program.unwrap_or_else(|| Arc::from(UNKNOWN_SERVICE))
+    }
+
+    /// The exposition, in the text format: one registry per scrape, so that the service a
+    /// client named since the last one labels every series alike.
+    pub fn encode(&self) -> String {
+        super::metrics::encode(&registry(self.sources.clone(), &self.service()))
+    }
+}
+
+/// `metrics.service`, else `OTEL_SERVICE_NAME` when it is not blank; at most 255 characters,
+/// control characters left out (the config's validation refuses them; the environment's
+/// value is taken as it comes).
+fn named_service(configured: Option<&str>, env: Option<&str>) -> Option<Arc<str>> {
+    let name = configured.or(env.map(str::trim).filter(|e| !e.is_empty()))?;
+    Some(Arc::from(name.chars().filter(|c| !c.is_control()).take(255).collect::<String>()))
+}
+
+/// A registry with every part's collector, each series labelled `service`.
+pub fn registry(sources: Sources, service: &str) -> Registry {
+    let mut registry = Registry::with_labels([(Cow::Borrowed("service"), Cow::Owned(service.to_owned()))].into_iter());
     registry.register_collector(Box::new(RelayCollector {
         relay: sources.relay.clone(),
         dropped: sources.dropped,
@@ -203,6 +254,7 @@ impl Collector for RecordCollector {
             statement_classes as u64,
         )?;
         let other = m.statements.other();
+        // The series' names, made once per statement when its series was (never per command).
         let ids: Vec<(String, &StatementSeries)> = m
             .statements
             .labelled()
@@ -215,12 +267,19 @@ impl Collector for RecordCollector {
             "db_client_operation_duration_seconds",
             "OpenTelemetry db.client.operation.duration: each command's time, per statement (the top \
              metrics.top_statements by time; the rest in db_query_summary=\"other\").",
-            ids.iter().map(|(id, s)| (otel_labels(system, &s.operation, id, server), &s.duration_seconds)),
+            ids.iter().map(|(id, s)| (otel_labels(system, s, id, server), &s.duration_seconds)),
         )?;
         f.labelled_histogram(
             "db_client_response_returned_rows",
             "OpenTelemetry db.client.response.returned_rows: rows in each response, per statement.",
-            ids.iter().map(|(id, s)| (otel_labels(system, &s.operation, id, server), &s.rows)),
+            ids.iter().map(|(id, s)| (otel_labels(system, s, id, server), &s.rows)),
+        )?;
+        f.labelled_gauge(
+            "rttscope_statement_info",
+            "1 for each statement with series of its own (and other): its OpenTelemetry db.query.summary and its \
+             normalised text (literals replaced by ?; at most 200 bytes, longer ones end in …), to join on statement.",
+            ids.iter()
+                .map(|(id, s)| ([("statement", id.as_str()), ("summary", &*s.summary), ("text", &*s.text)], 1i64)),
         )?;
         f.labelled_counter(
             "rttscope_statement_round_trips_total",
@@ -245,12 +304,19 @@ impl Collector for RecordCollector {
     }
 }
 
-/// The OpenTelemetry attributes of a statement's series, as Prometheus label names.
-fn otel_labels<'a>(system: &'a str, operation: &'a str, summary: &'a str, server: &'a str) -> [(&'a str, &'a str); 4] {
+/// The OpenTelemetry attributes of a statement's series, as Prometheus label names, and the
+/// statement's id.
+fn otel_labels<'a>(
+    system: &'a str,
+    s: &'a StatementSeries,
+    statement: &'a str,
+    server: &'a str,
+) -> [(&'a str, &'a str); 5] {
     [
         ("db_system_name", system),
-        ("db_operation_name", operation),
-        ("db_query_summary", summary),
+        ("db_operation_name", &s.operation),
+        ("db_query_summary", &s.summary),
+        ("statement", statement),
         ("server_address", server),
     ]
 }
@@ -266,10 +332,35 @@ impl fmt::Debug for FindingsCollector {
 impl Collector for FindingsCollector {
     fn encode(&self, encoder: DescriptorEncoder) -> fmt::Result {
         let findings = locked(&self.0);
-        Families::new(encoder).labelled_counter(
+        let counts = &findings.counts;
+        let mut f = Families::new(encoder);
+        f.labelled_counter(
             "rttscope_findings_total",
             "Query-pattern occurrences found, by kind.",
-            findings.counts.iter().map(|(k, n)| ([("kind", *k)], *n)),
+            counts.by_kind().map(|(k, n)| ([("kind", k)], n)),
+        )?;
+        let series: Vec<_> = counts.by_statement().collect();
+        fn labels<'a>(kind: &'a str, id: &'a str, s: &'a StatementFindings) -> [(&'a str, &'a str); 3] {
+            [("kind", kind), ("statement", id), ("summary", &s.summary)]
+        }
+        // Each family repeats the statement's summary so that a fleet query reads without a join.
+        f.labelled_counter(
+            "rttscope_finding_occurrences_total",
+            "Query-pattern occurrences found, by kind and statement (the first metrics.top_statements statements \
+             of each kind; the rest in statement=\"other\").",
+            series.iter().map(|(k, id, s)| (labels(k, id, s), s.occurrences)),
+        )?;
+        f.labelled_counter(
+            "rttscope_finding_round_trips_total",
+            "Round trips of the query-pattern occurrences found (an N+1 parent's included), by kind and statement.",
+            series.iter().map(|(k, id, s)| (labels(k, id, s), s.round_trips)),
+        )?;
+        f.labelled_counter(
+            "rttscope_finding_wasted_seconds_total",
+            "Time the query patterns wasted, by kind and statement: their round trips beyond one per occurrence, \
+             each at findings.reference_rtt (what the fix, one round trip per occurrence, would save over a link \
+             at that RTT).",
+            series.iter().map(|(k, id, s)| (labels(k, id, s), s.wasted_us as f64 / 1e6)),
         )
     }
 }
@@ -307,5 +398,21 @@ impl Collector for LinkCollector {
             "Time transfers spent held back by each limit.",
             l.totals.iter().map(|(k, (_, us))| ([("limit", *k)], *us as f64 / 1e6)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_config_names_the_service_before_the_environment() {
+        let name = |c, e| named_service(c, e).map(|s| s.to_string());
+        assert_eq!(name(Some("checkout"), Some("from-env")).as_deref(), Some("checkout"));
+        assert_eq!(name(None, Some(" from-env ")).as_deref(), Some("from-env"));
+        assert_eq!(name(None, Some("  ")), None, "blank: the program_name decides");
+        assert_eq!(name(None, None), None);
+        let long = "x".repeat(300) + "\n";
+        assert_eq!(name(None, Some(&long)).unwrap().len(), 255);
     }
 }

@@ -71,6 +71,20 @@ impl<'a> Families<'a> {
         Ok(())
     }
 
+    /// A gauge family, one series per label set.
+    pub fn labelled_gauge<L: EncodeLabelSet, V: EncodeGaugeValue>(
+        &mut self,
+        name: &str,
+        help: &str,
+        series: impl IntoIterator<Item = (L, V)>,
+    ) -> fmt::Result {
+        let mut metric = self.encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+        for (labels, value) in series {
+            ConstGauge::new(value).encode(metric.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+
     /// A histogram without labels: `h`'s per-bucket counts, which the encoder makes cumulative as
     /// Prometheus wants, with its sum and count.
     pub fn histogram(&mut self, name: &str, help: &str, h: &BucketHistogram) -> fmt::Result {

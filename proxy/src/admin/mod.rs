@@ -62,8 +62,8 @@ pub struct AdminState {
     pub dropped: Arc<AtomicU64>,
     /// The CA of rttscope's generated client-side certificate (PEM), if it made one.
     pub tls_ca: Option<String>,
-    /// What `/metrics` exposes: a collector per part ([`collectors::registry`]).
-    pub metrics: prometheus_client::registry::Registry,
+    /// What `/metrics` exposes: a collector per part, under the service's label.
+    pub metrics: collectors::Metrics,
 }
 
 impl AdminState {
@@ -108,7 +108,7 @@ impl AdminState {
 
     /// The Prometheus exposition.
     pub fn metrics(&self) -> String {
-        metrics::encode(&self.metrics)
+        self.metrics.encode()
     }
 
     fn reset(&self) {

@@ -1,7 +1,7 @@
 //! The findings engine: feeds every detector, and — once for every kind — decides which runs
 //! qualify, merges them into findings, and assesses them for reports.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -16,7 +16,9 @@ use super::loops::Loops;
 use super::pages::Pages;
 use super::run::{AppId, Context, Detector, Roles, Run};
 use super::whatif::{self, projections};
-use super::{Assessed, Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope, Severity, suggest};
+use super::{
+    Assessed, Detail, Driver, Emulated, Finding, FindingCounts, FindingKey, Kind, PatternScope, Severity, suggest,
+};
 use crate::record::{CommandRecord, Connected, Consumer, Event, IdentityChange};
 use crate::sync::locked;
 
@@ -47,8 +49,11 @@ pub struct FindingsEngine {
     recent: VecDeque<(u64, Finding)>,
     keep_recent_us: u64,
     announced: HashSet<FindingKey>,
-    /// Occurrences that qualified, by kind, since start (metrics).
-    pub counts: BTreeMap<&'static str, u64>,
+    /// Occurrences that qualified, by kind and by kind and statement, since start (metrics).
+    pub counts: FindingCounts,
+    /// The first `program_name` a client's connection attributes gave: the metrics' service
+    /// when neither `metrics.service` nor `OTEL_SERVICE_NAME` names one.
+    pub program: Option<Arc<str>>,
     log_window: (u64, u32),
     unnamed: Arc<str>,
     unnamed_id: AppId,
@@ -77,7 +82,8 @@ impl FindingsEngine {
             recent: VecDeque::new(),
             keep_recent_us: DEFAULT_KEEP_RECENT_US,
             announced: HashSet::default(),
-            counts: Kind::ALL.iter().map(|k| (k.name(), 0)).collect(),
+            counts: FindingCounts::new(reference_rtt_us),
+            program: None,
             log_window: (0, 0),
             unnamed: Arc::from(""),
             unnamed_id: AppId::of("", None),
@@ -101,6 +107,11 @@ impl FindingsEngine {
             }
             Event::Connected(c) => {
                 let Connected { conn_id, client, user, at_us, legs, .. } = &**c;
+                if self.program.is_none()
+                    && let Some(program) = legs.client_program.as_deref().filter(|p| !p.is_empty())
+                {
+                    self.program = Some(Arc::from(program.chars().take(255).collect::<String>()));
+                }
                 if self.applications.len() < MAX_APPLICATIONS {
                     let driver = legs
                         .client_library
@@ -163,7 +174,7 @@ impl FindingsEngine {
             // A churn or compression run lasts as long as the recording, so it is counted
             // when it first qualifies rather than when it ends.
             if matches!(f.kind, Kind::ConnectionChurn | Kind::Compression) {
-                *self.counts.entry(f.kind.name()).or_default() += 1;
+                self.counts.count(&f);
             }
             self.announce(&f, r.last_byte_us);
         }
@@ -178,7 +189,7 @@ impl FindingsEngine {
             }
             let f = run.to_finding();
             if !matches!(f.kind, Kind::ConnectionChurn | Kind::Compression) {
-                *self.counts.entry(f.kind.name()).or_default() += 1;
+                self.counts.count(&f);
             }
             self.announce(&f, now_us);
             self.remember_recent(now_us, &f);

@@ -18,7 +18,7 @@
 //! - `churn`: `connection_churn`, connection setup as a large share of an application's time;
 //! - `compression`: `compression`, a bandwidth-bound statement whose results compress well;
 //! - `run`: the trait, the run, and what a command is to a detector (`Role`);
-//! - `engine`: [`FindingsEngine`]; `whatif`: projections; `suggest`: the sentences and fixes;
+//! - `engine`: [`FindingsEngine`]; `counts`: what they add to `/metrics` ([`FindingCounts`]); `whatif`: projections; `suggest`: the sentences and fixes;
 //! - `driver`: the client library a connection uses; `driver_fix`: each fix in its words.
 //!
 //! # Adding a finding kind
@@ -33,6 +33,7 @@
 mod chatty;
 pub mod churn;
 pub mod compression;
+mod counts;
 mod cursors;
 pub mod driver;
 mod driver_fix;
@@ -50,6 +51,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::Origin;
 use crate::record::WallUnion;
+pub use counts::{FindingCounts, StatementFindings};
 pub use driver::Driver;
 pub use engine::{FindingsConsumer, FindingsEngine};
 pub use run::{Bar, Context, Detector, ParentLink, Role, Run};

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::{BucketHistogram, CommandRecord, SECONDS_BUCKETS};
-use crate::fingerprint::{FingerprintId, StatementKind};
+use crate::fingerprint::{FingerprintId, StatementKind, summary};
 use crate::protocol::constants::command::{self, *};
 
 /// Rows per response: none, one, a page, a batch, a bulk export.
@@ -30,6 +30,10 @@ pub const ROWS_BUCKETS: &[f64] =
 pub struct StatementSeries {
     /// `SELECT`, `INSERT`, ... for SQL (its first keyword); the command name otherwise.
     pub operation: Arc<str>,
+    /// OpenTelemetry's `db.query.summary` (`SELECT shop_author`), from the normalised text.
+    pub summary: Arc<str>,
+    /// The normalised text (no literals), at most [`MAX_INFO_TEXT`] bytes: the info series'.
+    pub text: Arc<str>,
     /// Request to last response byte, seconds: `db_client_operation_duration_seconds`.
     pub duration_seconds: BucketHistogram,
     /// Request to first response byte, seconds: `rttscope_statement_first_byte_seconds`.
@@ -46,10 +50,53 @@ pub struct StatementSeries {
     rank_us: u64,
 }
 
+/// Longest normalised text the info series carries, in bytes; longer ones end in `…`.
+pub const MAX_INFO_TEXT: usize = 200;
+
+/// What names a statement's series, computed once when the series is made (never per
+/// execution): its operation, summary and shortened text.
+#[derive(Clone, Debug)]
+struct Names {
+    operation: Arc<str>,
+    summary: Arc<str>,
+    text: Arc<str>,
+}
+
+impl Names {
+    fn of(r: &CommandRecord) -> Names {
+        let operation = operation_name(r);
+        if !carries_sql(r.command) {
+            // No SQL: the command's name is all there is to say.
+            return Names { summary: operation.clone(), text: operation.clone(), operation };
+        }
+        Names { summary: Arc::from(summary(&r.text)), text: Arc::from(shorten(&r.text, MAX_INFO_TEXT)), operation }
+    }
+
+    fn other() -> Names {
+        let other: Arc<str> = Arc::from("other");
+        Names { operation: other.clone(), summary: other, text: Arc::from("") }
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut.
+fn shorten(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max - '…'.len_utf8();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
 impl StatementSeries {
-    fn new(operation: Arc<str>) -> StatementSeries {
+    fn new(names: Names) -> StatementSeries {
+        let Names { operation, summary, text } = names;
         StatementSeries {
             operation,
+            summary,
+            text,
             duration_seconds: BucketHistogram::new(SECONDS_BUCKETS),
             first_byte_seconds: BucketHistogram::new(SECONDS_BUCKETS),
             rows: BucketHistogram::new(ROWS_BUCKETS),
@@ -85,7 +132,8 @@ impl StatementSeries {
 
     /// The same statement with nothing counted yet, keeping its rank.
     fn fresh(&self) -> StatementSeries {
-        StatementSeries { rank_us: self.rank_us, ..StatementSeries::new(self.operation.clone()) }
+        let names = Names { operation: self.operation.clone(), summary: self.summary.clone(), text: self.text.clone() };
+        StatementSeries { rank_us: self.rank_us, ..StatementSeries::new(names) }
     }
 }
 
@@ -109,7 +157,7 @@ impl StatementMetrics {
             top,
             labelled: HashMap::default(),
             candidates: HashMap::default(),
-            folded: StatementSeries::new(Arc::from("other")),
+            folded: StatementSeries::new(Names::other()),
         }
     }
 
@@ -124,11 +172,11 @@ impl StatementMetrics {
         if let Some(series) = self.labelled.get_mut(&r.fingerprint) {
             series.add(r);
         } else if self.labelled.len() < self.top {
-            let mut series = StatementSeries::new(operation_name(r));
+            let mut series = StatementSeries::new(Names::of(r));
             series.add(r);
             self.labelled.insert(r.fingerprint, series);
         } else {
-            self.candidates.entry(r.fingerprint).or_insert_with(|| StatementSeries::new(operation_name(r))).add(r);
+            self.candidates.entry(r.fingerprint).or_insert_with(|| StatementSeries::new(Names::of(r))).add(r);
             if self.candidates.len() > self.candidate_limit() {
                 self.rebalance();
             }
@@ -192,7 +240,7 @@ impl StatementMetrics {
     /// it (`rttscope_query_duration_seconds`, `rttscope_round_trips_total`, …). Goes up
     /// only, as its parts' sum does: a promotion or a fold moves counts between them.
     pub fn sum(&self) -> StatementSeries {
-        let mut all = StatementSeries::new(Arc::from("all"));
+        let mut all = StatementSeries::new(Names::other());
         for series in self.labelled.values().chain(self.candidates.values()).chain([&self.folded]) {
             all.merge(series);
         }
@@ -200,13 +248,16 @@ impl StatementMetrics {
     }
 }
 
+/// Whether a command's record names SQL (else its text is the command's name).
+fn carries_sql(command: u8) -> bool {
+    matches!(command, COM_QUERY | COM_STMT_PREPARE | COM_STMT_EXECUTE | COM_STMT_FETCH | COM_STMT_BULK_EXECUTE)
+}
+
 /// `db.operation.name`: the statement's verb for SQL, upper case as OpenTelemetry writes it
 /// (`SELECT`, `SET`, `CREATE`), else the command's name (`COM_PING`). Only letters ever reach
 /// the label: a statement that starts oddly is `OTHER`.
 fn operation_name(r: &CommandRecord) -> Arc<str> {
-    let carries_sql =
-        matches!(r.command, COM_QUERY | COM_STMT_PREPARE | COM_STMT_EXECUTE | COM_STMT_FETCH | COM_STMT_BULK_EXECUTE);
-    if !carries_sql {
+    if !carries_sql(r.command) {
         return Arc::from(command::name(r.command));
     }
     let verb = match r.kind {
@@ -291,6 +342,23 @@ mod tests {
             assert!(now >= last);
             last = now;
         }
+    }
+
+    #[test]
+    fn a_series_is_named_once_by_its_summary_and_short_text() {
+        let mut m = StatementMetrics::new(2);
+        let mut r = record(1, 10);
+        r.text = Arc::from(format!("select * from shop_author where id = ? and name in ({})", "?, ".repeat(100)));
+        m.record(&r);
+        let mut ping = record(2, 10);
+        ping.command = COM_PING;
+        ping.text = Arc::from("COM_PING");
+        m.record(&ping);
+        let named: HashMap<u64, (String, String)> =
+            m.labelled().map(|(id, s)| (id.0, (s.summary.to_string(), s.text.to_string()))).collect();
+        assert_eq!(named[&1].0, "SELECT shop_author");
+        assert!(named[&1].1.len() <= MAX_INFO_TEXT && named[&1].1.ends_with('…'), "{}", named[&1].1);
+        assert_eq!(named[&2], ("COM_PING".to_owned(), "COM_PING".to_owned()));
     }
 
     #[test]

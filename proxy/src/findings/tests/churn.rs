@@ -53,7 +53,7 @@ fn a_connection_per_query_is_churn_with_its_counts_and_share() {
     );
     assert!(a.fix.starts_with("Keep connections open and reuse them: a connection pool"), "{}", a.fix);
     // Counted once, though it never ends.
-    assert_eq!(s.engine.counts["connection_churn"], 1);
+    assert_eq!(s.engine.counts.of_kind("connection_churn"), 1);
 }
 
 #[test]

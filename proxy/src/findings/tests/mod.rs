@@ -770,7 +770,7 @@ fn closing_a_connection_keeps_its_findings() {
     salary_loop(&mut s, 9, 20);
     s.close(9);
     assert_eq!(s.findings().len(), 1);
-    assert_eq!(s.engine.counts["n_plus_one"], 1);
+    assert_eq!(s.engine.counts.of_kind("n_plus_one"), 1);
 }
 
 mod churn;
