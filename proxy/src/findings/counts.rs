@@ -133,6 +133,7 @@ mod tests {
             busy: WallUnion::default(),
             commands_us: 0,
             injected_us: 0,
+            slow_start_rounds: 0,
             bytes: 0,
             rows: 0,
             detail: Detail::Loop { distinct: 0, shape: None },
