@@ -42,6 +42,21 @@ pub enum Driver {
 }
 
 impl Driver {
+    /// Every driver rttscope knows, in the order the enum lists them.
+    pub const ALL: [Driver; 11] = [
+        Driver::MysqlConnectorJ,
+        Driver::MariadbConnectorJ,
+        Driver::Mysqlnd,
+        Driver::PyMysql,
+        Driver::MysqlConnectorPython,
+        Driver::CLibrary,
+        Driver::Cli,
+        Driver::Go,
+        Driver::Node,
+        Driver::DotNet,
+        Driver::MysqlAsync,
+    ];
+
     /// The driver that `_client_name` and `program_name` describe, if we know it.
     pub fn infer(client_name: &str, program_name: Option<&str>) -> Option<Driver> {
         let name = client_name.to_ascii_lowercase();
