@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::loss::{self, Losses, MSS, Tail};
+use super::slow_start::SlowStart;
 
 /// On a bandwidth-limited link a read is scheduled in pieces of at most
 /// this much wire time, each released on its own. Released whole, a read
@@ -94,6 +95,14 @@ impl OneWayModel {
         let bytes = u128::from(rate).saturating_mul(held.as_micros()) / 1_000_000;
         Some(u64::try_from(bytes).unwrap_or(u64::MAX))
     }
+
+    /// Bytes in flight that keep the wire busy for a round trip: a window at least this large
+    /// no longer binds. `None` without a bandwidth.
+    pub fn pipe_window(&self) -> Option<u64> {
+        let rate = self.bytes_per_second?;
+        let bytes = u128::from(rate).saturating_mul(self.rtt.as_micros()) / 1_000_000;
+        Some(u64::try_from(bytes).unwrap_or(u64::MAX))
+    }
 }
 
 /// One direction's schedule: given each read's time and size, when its bytes may be written on.
@@ -111,10 +120,12 @@ pub struct DelayLine {
     /// When the emulated wire is next free.
     wire_free: Option<Instant>,
     last_release: Option<Instant>,
-    /// Departures of recent bytes, for the window rule: (end offset, departed).
+    /// Departures of recent bytes, for the window rules: (end offset, departed).
     departures: VecDeque<(u64, Instant)>,
     /// `model.window_limit()`, worked out once per model.
     window: Option<u64>,
+    /// The congestion window while it grows.
+    slow_start: SlowStart,
     losses: Losses,
     /// The release the last piece would have had without loss.
     last_natural: Option<Instant>,
@@ -136,6 +147,7 @@ impl DelayLine {
             last_release: None,
             departures: VecDeque::new(),
             window: model.window_limit(),
+            slow_start: SlowStart::new(&model, offset),
             losses: Losses::new(model.loss_ppm, seed),
             last_natural: None,
             rng: seed | 1,
@@ -154,6 +166,7 @@ impl DelayLine {
         }
         self.model = model;
         self.window = model.window_limit();
+        self.slow_start.set_model(&model);
     }
 
     /// Schedules `len` bytes that arrived at `now`; returns when the last
@@ -164,6 +177,9 @@ impl DelayLine {
         let mut release = now;
         if len > 0 {
             self.follow_up(now, left);
+            if let Some(free) = self.wire_free {
+                self.slow_start.before_bytes(now.saturating_duration_since(free), self.scheduled);
+            }
         }
         let read = Read {
             start: self.scheduled,
@@ -185,7 +201,11 @@ impl DelayLine {
             // end is the last of an earlier piece, and the window rule holds exactly (cut
             // elsewhere, a piece waited for all of the piece holding that byte).
             let to_boundary = window - self.scheduled % window;
-            let piece = left.min(to_boundary).min(wire);
+            // And on the ends of slow start's rounds, for the same reason.
+            // (At least a byte: at the end of the stream's offsets the rounds end there too.)
+            let to_round_end =
+                self.slow_start.round_end(self.scheduled).map_or(u64::MAX, |e| e.saturating_sub(self.scheduled).max(1));
+            let piece = left.min(to_boundary).min(to_round_end).min(wire);
             release = self.schedule_piece(now, piece, jitter, read);
             left -= piece;
         }
@@ -193,6 +213,15 @@ impl DelayLine {
             return self.last_release.map_or(now, |r| r.max(now));
         }
         release
+    }
+
+    /// The stream offset that must have been acknowledged before the byte ending at `end`
+    /// may leave: a window (configured, or what loss leaves) before it, or what slow start's
+    /// window allows, whichever holds it back longer.
+    fn acknowledged_before(&mut self, end: u64) -> Option<u64> {
+        let window = self.window.and_then(|w| end.checked_sub(w)).filter(|&a| a > 0);
+        let slow_start = self.slow_start.acknowledged_before(end);
+        window.max(slow_start)
     }
 
     /// A delay offset uniform within ±jitter, in nanoseconds (xorshift:
@@ -211,12 +240,11 @@ impl DelayLine {
     fn schedule_piece(&mut self, now: Instant, len: u64, jitter: i64, read: Read) -> Instant {
         let end = self.scheduled.saturating_add(len);
         let mut depart = self.wire_free.map_or(now, |free| free.max(now));
-        if let Some(window) = self.window
-            && end > window
-        {
-            // Our last byte may leave once the byte a window before it has been
-            // acknowledged: one RTT after the piece holding it left.
-            if let Some(&(_, departed)) = self.departures.iter().find(|(e, _)| e.saturating_add(window) >= end) {
+        let acknowledged = self.acknowledged_before(end);
+        if let Some(acknowledged) = acknowledged {
+            // Our last byte may leave once the bytes the window holds back have been
+            // acknowledged: one RTT after the piece holding the last of them left.
+            if let Some(&(_, departed)) = self.departures.iter().find(|&&(e, _)| e >= acknowledged) {
                 depart = depart.max(later(departed, self.model.rtt));
             }
         }
@@ -226,11 +254,20 @@ impl DelayLine {
         });
         let departed = later(depart, serialise);
         self.wire_free = Some(departed);
-        if let Some(window) = self.window {
+        if self.window.is_some() || self.slow_start.binds() {
             self.departures.push_back((end, departed));
-            while self.departures.front().is_some_and(|&(e, _)| e.saturating_add(window) < end) {
+            // Later bytes wait for later acknowledgements only: what lies before this one's
+            // (or before the window, or before slow start's burst) is never looked up again.
+            let floor = match self.window {
+                Some(w) => end.saturating_sub(w),
+                None => self.slow_start.burst_start().unwrap_or(end),
+            };
+            let needed = acknowledged.unwrap_or(floor);
+            while self.departures.front().is_some_and(|&(e, _)| e < needed) {
                 self.departures.pop_front();
             }
+        } else {
+            self.departures.clear();
         }
         let delayed = later(departed, self.model.delay);
         let release = if jitter >= 0 {
@@ -343,153 +380,5 @@ struct Read {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn model(delay_ms: u64) -> OneWayModel {
-        OneWayModel { delay: Duration::from_millis(delay_ms), ..OneWayModel::default() }
-    }
-
-    #[test]
-    fn a_chunk_waits_the_one_way_delay() {
-        let t0 = Instant::now();
-        let mut line = DelayLine::new(model(5), 0, 1);
-        let release = line.schedule(t0, 100);
-        assert_eq!(release, t0 + Duration::from_millis(5));
-        assert_eq!(line.released_by(t0 + Duration::from_millis(4)), 0);
-        assert_eq!(line.released_by(release), 100);
-        assert_eq!(line.next_release(), None);
-    }
-
-    #[test]
-    fn bandwidth_serialises_back_to_back_chunks() {
-        let t0 = Instant::now();
-        // 1 MB/s: 10 kB takes 10 ms on the wire.
-        let m = OneWayModel {
-            bytes_per_second: Some(1_000_000),
-            delay: Duration::from_millis(1),
-            ..OneWayModel::default()
-        };
-        let mut line = DelayLine::new(m, 0, 1);
-        assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(11));
-        assert_eq!(line.schedule(t0, 10_000), t0 + Duration::from_millis(21));
-        // 5 MB arriving at once: size/bandwidth + delay.
-        let mut line = DelayLine::new(m, 0, 1);
-        let mut last = t0;
-        for _ in 0..160 {
-            last = line.schedule(t0, 32 * 1024);
-        }
-        let expected = Duration::from_nanos(160 * 32 * 1024 * 1000) + Duration::from_millis(1);
-        assert_eq!(last - t0, expected);
-    }
-
-    #[test]
-    fn a_large_read_leaves_piece_by_piece() {
-        let t0 = Instant::now();
-        // 10 MB/s: pieces of 1 ms = 10,000 bytes.
-        let m = OneWayModel {
-            bytes_per_second: Some(10_000_000),
-            delay: Duration::from_millis(5),
-            ..OneWayModel::default()
-        };
-        let mut line = DelayLine::new(m, 0, 1);
-        assert_eq!(line.schedule(t0, 105_000), t0 + Duration::from_micros(15_500));
-        // The first piece is through after its own millisecond on the wire, not the read's ten.
-        assert_eq!(line.released_by(t0 + Duration::from_millis(6)), 10_000);
-        assert_eq!(line.next_release(), Some(t0 + Duration::from_millis(7)));
-        assert_eq!(line.released_by(t0 + Duration::from_millis(15)), 100_000);
-        assert_eq!(line.released_by(t0 + Duration::from_micros(15_500)), 105_000);
-    }
-
-    #[test]
-    fn a_window_allows_w_bytes_per_round_trip() {
-        let t0 = Instant::now();
-        let m = OneWayModel {
-            delay: Duration::from_millis(10),
-            rtt: Duration::from_millis(20),
-            window: Some(32 * 1024),
-            ..OneWayModel::default()
-        };
-        let mut line = DelayLine::new(m, 0, 1);
-        // 1.6 MB offered at once: 50 windows, one per 20 ms.
-        let mut last = t0;
-        for _ in 0..100 {
-            last = line.schedule(t0, 16 * 1024);
-        }
-        let took = last - t0 - Duration::from_millis(10);
-        assert_eq!(took, Duration::from_millis(20 * 49), "{took:?}");
-    }
-
-    #[test]
-    fn a_read_draws_its_jitter_once() {
-        let t0 = Instant::now();
-        // 1.5 MB/s: a 15,000-byte read is ten pieces of 1,500 bytes, 1 ms each on the wire.
-        let m = OneWayModel {
-            delay: Duration::from_millis(10),
-            jitter: Duration::from_millis(5),
-            bytes_per_second: Some(1_500_000),
-            ..OneWayModel::default()
-        };
-        let mut line = DelayLine::new(m, 0, 7);
-        let mut spread = (Duration::MAX, Duration::ZERO);
-        for read in 0..50 {
-            let now = t0 + Duration::from_millis(100 * read);
-            line.schedule(now, 15_000);
-            let times: Vec<Instant> = line.marks.iter().map(|&(_, at)| at).collect();
-            assert_eq!(times.len(), 10);
-            // One draw: the pieces stay exactly their wire time apart.
-            assert!(times.windows(2).all(|p| p[1] - p[0] == Duration::from_millis(1)), "{read}: {times:?}");
-            let held = times[0] - now - Duration::from_millis(1);
-            assert!(held >= Duration::from_millis(5) && held <= Duration::from_millis(15), "{held:?}");
-            spread = (spread.0.min(held), spread.1.max(held));
-            line.released_by(now + Duration::from_millis(50));
-        }
-        assert!(spread.1 - spread.0 >= Duration::from_millis(4), "the draw varies from read to read: {spread:?}");
-    }
-
-    #[test]
-    fn jitter_is_bounded_and_never_reorders() {
-        let t0 = Instant::now();
-        let m = OneWayModel {
-            delay: Duration::from_millis(10),
-            jitter: Duration::from_millis(3),
-            ..OneWayModel::default()
-        };
-        let mut line = DelayLine::new(m, 0, 42);
-        let mut previous = t0;
-        let mut spread = (Duration::MAX, Duration::ZERO);
-        for i in 0..1000u64 {
-            let now = t0 + Duration::from_millis(i);
-            let release = line.schedule(now, 10);
-            assert!(release >= previous, "reordered at {i}");
-            let held = release - now;
-            assert!(held <= Duration::from_millis(13), "{held:?}");
-            spread = (spread.0.min(held), spread.1.max(held));
-            previous = release;
-        }
-        assert!(spread.1 - spread.0 >= Duration::from_millis(4), "jitter varies: {spread:?}");
-    }
-
-    #[test]
-    fn a_line_started_mid_stream_counts_from_there() {
-        let t0 = Instant::now();
-        let mut line = DelayLine::new(model(5), 10_000, 1);
-        assert_eq!(line.released_by(t0), 10_000, "bytes before the line are not held");
-        let release = line.schedule(t0, 100);
-        assert_eq!(line.released_by(t0), 10_000);
-        assert_eq!(line.released_by(release), 10_100);
-    }
-
-    #[test]
-    fn a_new_model_applies_to_new_bytes_only() {
-        let t0 = Instant::now();
-        let mut line = DelayLine::new(model(50), 0, 1);
-        let first = line.schedule(t0, 10);
-        line.set_model(model(1));
-        let second = line.schedule(t0 + Duration::from_millis(1), 10);
-        assert_eq!(first, t0 + Duration::from_millis(50));
-        assert_eq!(second, first, "held behind the earlier bytes, not reordered");
-        let third = line.schedule(t0 + Duration::from_millis(100), 10);
-        assert_eq!(third, t0 + Duration::from_millis(101));
-    }
-}
+#[path = "delay_tests.rs"]
+mod tests;

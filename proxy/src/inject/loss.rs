@@ -29,7 +29,7 @@ use std::time::Duration;
 /// Linux sends on a typical long hop.
 pub const MSS: u64 = 1448;
 /// Linux's minimum retransmission timeout (`TCP_RTO_MIN`).
-const RTO_MIN: Duration = Duration::from_millis(200);
+pub(super) const RTO_MIN: Duration = Duration::from_millis(200);
 /// Linux adds two jiffies to a tail loss probe (`TCP_TIMEOUT_MIN`); 2 ms at HZ=1000.
 const PROBE_SLACK: Duration = Duration::from_millis(2);
 /// Losses up to this many segments before the end of a read may still become a fast
