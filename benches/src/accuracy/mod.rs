@@ -11,6 +11,9 @@
 //!    bytes on the wire / bandwidth + RTT.
 //! 3. Window: the same result through `rtt: 20ms, window: 32KiB`; its throughput against
 //!    window / RTT.
+//! 4. Beside a CPU hog: probe 1 at 15 ms again, with and without the link taking turns, while
+//!    one busy loop per CPU keeps every CPU saturated — injection must hold on a busy
+//!    application host, not only on an idle one.
 //!
 //! The targets are the issue's: ±max(0.3 ms, 3 %) at p50, ±5 %, ±10 %. [`table`] turns the
 //! results into the report's second table. When a `toxiproxy-server` binary is at hand
@@ -61,6 +64,8 @@ pub struct AccuracyPlan {
     pub row_len: u64,
     /// Runs of probe 2 (the median is reported); probe 3 runs once (30 s at full size).
     pub bandwidth_runs: u32,
+    /// Round trips of probe 4 on each side.
+    pub hog_round_trips: u64,
     /// The `toxiproxy-server` to compare with, if any.
     pub toxiproxy: Option<PathBuf>,
 }
@@ -91,6 +96,7 @@ impl AccuracyPlan {
                 rows: 2_000,
                 row_len: 1000,
                 bandwidth_runs: 1,
+                hog_round_trips: 20,
                 toxiproxy,
             }
         } else {
@@ -102,6 +108,7 @@ impl AccuracyPlan {
                 rows: 50_000,
                 row_len: 1000,
                 bandwidth_runs: 3,
+                hog_round_trips: 1_000,
                 toxiproxy,
             }
         }
@@ -130,6 +137,19 @@ pub struct RttProbe {
     pub added_vs_idle_ms: f64,
 }
 
+/// Probe 4: round trips with and without the link beside one busy loop per CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct HogProbe {
+    pub rtt_ms: f64,
+    pub busy_loops: usize,
+    /// Through rttscope without injection, beside the busy loops, idle for the RTT before
+    /// each round trip.
+    pub baseline: Latency,
+    pub latency: Latency,
+    /// p50 through the link minus the baseline's, both beside the busy loops.
+    pub added_p50_ms: f64,
+}
+
 /// Probe 2 or 3: the large result through one emulated link.
 #[derive(Clone, Debug, Serialize)]
 pub struct LargeProbe {
@@ -155,6 +175,7 @@ pub struct Accuracy {
     pub no_injection_seconds: f64,
     pub bandwidth: LargeProbe,
     pub window: LargeProbe,
+    pub beside_hog: HogProbe,
     /// The same probes through Toxiproxy, when it ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub toxiproxy: Option<ToxiproxyResult>,
@@ -270,6 +291,8 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
     let bandwidth_link = Link::start(rttscope, db, "a bandwidth", bandwidth_yaml).await?;
     let window_yaml = format!("inject:\n  rtt: {link_rtt}\n  window: {}KiB\n", WINDOW_BYTES / 1024);
     let window_link = Link::start(rttscope, db, "a window", window_yaml).await?;
+    let hog_yaml = format!("inject:\n  rtt: {}ms\n", HOG_RTT.as_millis());
+    let hog_link = Link::start(rttscope, db, "rtt beside a CPU hog", hog_yaml).await?;
     let toxiproxy = match &plan.toxiproxy {
         Some(binary) => {
             Some(ToxiproxyLinks::start(binary.clone(), db, plan.rtts.iter().map(|c| c.rtt).collect()).await?)
@@ -311,6 +334,7 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
     let no_injection = large::run(baseline, "through rttscope without injection", total, plan.row_len).await?;
     let bandwidth = large_probe(&bandwidth_link, plan, plan.bandwidth_runs, "a 100 Mbit/s link").await?;
     let window = large_probe(&window_link, plan, 1, "a 32 KiB window").await?;
+    let beside_hog = beside_a_cpu_hog(plan, baseline, &hog_link.opts).await?;
     let toxiproxy = match toxiproxy {
         Some(t) => {
             let (t_baseline, t_rtts) = toxiproxy_latencies.split_first().context("no Toxiproxy baseline")?;
@@ -341,6 +365,7 @@ pub async fn run(plan: &AccuracyPlan, rttscope: &Path, db: &TestDb, baseline: &O
         no_injection_seconds: no_injection.elapsed.as_secs_f64(),
         bandwidth,
         window,
+        beside_hog,
         toxiproxy,
         table: Vec::new(),
         markdown: String::new(),
@@ -388,6 +413,54 @@ async fn round_trips(plan: &AccuracyPlan, sides: &[RoundTripSide<'_>]) -> Result
         client.finish().await?;
     }
     Ok(histograms.iter().map(Latency::from_ns).collect())
+}
+
+/// Probe 4's RTT: the one the CPU hog slowed most visibly before connection threads left
+/// `SCHED_BATCH` under injection (16.4 ms at p50).
+pub const HOG_RTT: Duration = Duration::from_millis(15);
+
+/// One busy loop per CPU at the normal priority, killed when dropped.
+struct CpuHog(Vec<std::process::Child>);
+
+impl CpuHog {
+    fn start() -> Result<CpuHog> {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut hog = CpuHog(Vec::with_capacity(cpus));
+        for _ in 0..cpus {
+            let busy = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn();
+            hog.0.push(busy.context("starting a busy loop")?);
+        }
+        Ok(hog)
+    }
+}
+
+impl Drop for CpuHog {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Probe 4: the baseline and the link taking turns while the hog runs.
+async fn beside_a_cpu_hog(plan: &AccuracyPlan, baseline: &OptsBuilder, link: &OptsBuilder) -> Result<HogProbe> {
+    let hog = CpuHog::start()?;
+    progress(&format!("e. round trips at {HOG_RTT:?} beside {} busy loops", hog.0.len()));
+    // The baseline idles for the RTT before each round trip, as the link's client does: a
+    // thread that slept wakes ahead of the busy loops, one that keeps running queues behind.
+    let sides = [(baseline, plan.hog_round_trips, HOG_RTT), (link, plan.hog_round_trips, Duration::ZERO)];
+    let latencies = round_trips(plan, &sides).await;
+    let busy_loops = hog.0.len();
+    drop(hog);
+    let [baseline, latency] = latencies?[..] else { anyhow::bail!("probe 4 measured other than two sides") };
+    Ok(HogProbe {
+        rtt_ms: HOG_RTT.as_secs_f64() * 1e3,
+        busy_loops,
+        baseline,
+        latency,
+        added_p50_ms: (latency.p50_us - baseline.p50_us) / 1e3,
+    })
 }
 
 async fn large_probe(link: &Link, plan: &AccuracyPlan, runs: u32, what: &str) -> Result<LargeProbe> {

@@ -95,6 +95,9 @@ pub fn rows(a: &Accuracy) -> Vec<AccuracyRow> {
         let rtt = trim_number(p.rtt_ms);
         rows.push(round_trip_row("e", format!("rtt: {rtt}ms"), p.rtt_ms, p.latency.count, p.added_p50_ms));
     }
+    let h = &a.beside_hog;
+    let configured = format!("rtt: {}ms, beside {} busy loops", trim_number(h.rtt_ms), h.busy_loops);
+    rows.push(round_trip_row("e.cpu_hog", configured, h.rtt_ms, h.latency.count, h.added_p50_ms));
     let rtt_ms = trim_number(LINK_RTT.as_secs_f64() * 1e3);
     let configured = format!("rtt: {rtt_ms}ms, bandwidth: {}mbit", BANDWIDTH_BPS / 1_000_000);
     rows.push(bandwidth_row("e", configured, a, &a.bandwidth.seconds, a.bandwidth.median_seconds));
@@ -134,10 +137,28 @@ fn round_trip_row(prefix: &str, configured: String, rtt_ms: f64, count: u64, add
     row.within(tolerance, format!("±{tolerance:.2} ms (max of 0.3 ms, 3 %)"))
 }
 
-/// Probe 2's row: the large result's time against wire bytes / bandwidth + RTT.
+/// TCP's initial window (ten segments of 1,448 bytes), where slow start begins.
+const INITIAL_WINDOW: f64 = 14_480.0;
+
+/// What TCP's slow start adds to `bytes` at `rate` bytes/s over `rtt` seconds: each round
+/// whose window, doubling from ten segments, is still below the pipe (rate × RTT), and is not
+/// the transfer's last, takes a round trip rather than its bytes' time at the rate.
+pub fn slow_start_seconds(bytes: f64, rate: f64, rtt: f64) -> f64 {
+    let (mut window, mut sent, mut extra) = (INITIAL_WINDOW, 0.0, 0.0);
+    while window < rate * rtt && sent + window < bytes {
+        extra += rtt - window / rate;
+        sent += window;
+        window *= 2.0;
+    }
+    extra
+}
+
+/// Probe 2's row: the large result's time against wire bytes / bandwidth + RTT, and what
+/// slow start adds.
 fn bandwidth_row(prefix: &str, configured: String, a: &Accuracy, runs: &[f64], median_seconds: f64) -> AccuracyRow {
     let wire = a.wire_bytes as f64;
-    let expected = wire * 8.0 / BANDWIDTH_BPS as f64 + LINK_RTT.as_secs_f64();
+    let (rate, rtt) = (BANDWIDTH_BPS as f64 / 8.0, LINK_RTT.as_secs_f64());
+    let expected = wire / rate + rtt + slow_start_seconds(wire, rate, rtt);
     let probe = format!("{} MB result: time (median of {})", trim_number(wire / 1e6), runs.len());
     let row = AccuracyRow::measured(format!("{prefix}.bandwidth"), probe, configured, "s", expected, median_seconds);
     let share = BANDWIDTH_TOLERANCE_SHARE;
@@ -241,8 +262,10 @@ pub fn markdown(a: &Accuracy) -> String {
         a.no_injection_seconds
     );
     md += &format!(
-        "- Bandwidth: expected time = wire bytes / {} Mbit/s + RTT; runs {}.\n",
+        "- Bandwidth: expected time = wire bytes / {} Mbit/s + RTT + what slow start adds ({:.3} s: the rounds \
+         whose window, doubling from ten segments, is below the pipe take a round trip each); runs {}.\n",
         BANDWIDTH_BPS / 1_000_000,
+        slow_start_seconds(a.wire_bytes as f64, BANDWIDTH_BPS as f64 / 8.0, LINK_RTT.as_secs_f64()),
         seconds_list(&a.bandwidth.seconds)
     );
     md += &format!(
@@ -294,7 +317,7 @@ fn seconds_list(seconds: &[f64]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{LargeProbe, RttProbe, ToxiproxyResult, ToxiproxyRtt};
+    use super::super::{HogProbe, LargeProbe, RttProbe, ToxiproxyResult, ToxiproxyRtt};
     use super::*;
     use crate::stats::Latency;
 
@@ -317,6 +340,13 @@ mod tests {
             no_injection_seconds: 0.5,
             bandwidth: probe(bandwidth_s),
             window: probe(window_s),
+            beside_hog: HogProbe {
+                rtt_ms: 15.0,
+                busy_loops: 2,
+                baseline: Latency { count: 100, p50_us: 300.0, ..Latency::default() },
+                latency: Latency { count: 100, p50_us: 15_500.0, ..Latency::default() },
+                added_p50_ms: 15.2,
+            },
             toxiproxy: None,
             table: Vec::new(),
             markdown: String::new(),
@@ -331,9 +361,11 @@ mod tests {
         // 50.35 MB at 12.5 MB/s is 4.028 s, + 20 ms; at 1.6384 MB/s it takes 30.73 s.
         let a = accuracy(1.25, 4.048 * 1.04, 50.35 / 1.6384 * 1.2);
         let met: Vec<Option<bool>> = a.table.iter().map(|r| r.met).collect();
-        assert_eq!(met, [Some(true), Some(true), Some(false), None], "{}", a.markdown);
-        assert!((a.table[1].expected.unwrap_or(0.0) - 4.048).abs() < 1e-9);
-        assert!((a.table[2].expected.unwrap_or(0.0) - 1.6384).abs() < 1e-9);
+        assert_eq!(met, [Some(true), Some(true), Some(true), Some(false), None], "{}", a.markdown);
+        // 4.048 s at the rate and RTT; slow start's five rounds below the 250 KB pipe carry
+        // 448,880 bytes in 100 ms instead of 35.9 ms.
+        assert!((a.table[2].expected.unwrap_or(0.0) - (4.048 + 0.1 - 0.0359104)).abs() < 1e-9);
+        assert!((a.table[3].expected.unwrap_or(0.0) - 1.6384).abs() < 1e-9);
         assert!(
             a.markdown
                 .contains("| round trip added, p50 of 100 `SELECT 1` | rttscope `rtt: 1ms` | +1.000 ms | +1.250 ms |")
@@ -369,6 +401,7 @@ mod tests {
             ids,
             [
                 "e.rtt_1ms",
+                "e.cpu_hog.rtt_15ms",
                 "e.bandwidth",
                 "e.window",
                 "e.toxiproxy.rtt_1ms",
@@ -376,7 +409,7 @@ mod tests {
                 "e.toxiproxy.window"
             ]
         );
-        let met: Vec<Option<bool>> = a.table[3..].iter().map(|r| r.met).collect();
+        let met: Vec<Option<bool>> = a.table[4..].iter().map(|r| r.met).collect();
         // 1.4 ms for 1 ms is out of ±0.3 ms; 4.5 s for 4.048 s is out of ±5 %.
         assert_eq!(met, [Some(false), Some(false), None], "{}", a.markdown);
         assert!(
