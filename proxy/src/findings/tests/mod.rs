@@ -552,31 +552,6 @@ fn a_loop_over_an_emulated_link_is_projected_from_what_the_link_did_not_add() {
 
 // ---- the time model: costs and spans are wall-clock unions ---------------------------------
 
-/// `children` lookups of the parent's rows, handed round-robin to `pool` connections one
-/// after another (each awaited before the next), as an application iterating over a result
-/// with a pool does: every connection's run spans the whole loop.
-fn pooled_loop(s: &mut Script, pool: u64, children: u64) {
-    s.query(1, "SELECT emp_no, first_name FROM employees LIMIT 100", 100, Some(employees(64)), 2000, 100);
-    for (i, id) in (10001..10001 + children).enumerate() {
-        let conn = 1 + i as u64 % pool;
-        s.query(conn, &format!("SELECT salary FROM salaries WHERE emp_no = {id}"), 1, None, 500, 50);
-    }
-}
-
-#[test]
-fn a_pooled_loop_spans_the_wall_clock_once() {
-    let mut s = Script::new();
-    let start = s.now_us;
-    pooled_loop(&mut s, 4, 200);
-    let wall = s.now_us - start;
-    let f = &s.of(Kind::NPlusOne)[0].finding;
-    assert_eq!(f.executions, 200, "{f:#?}");
-    // Four overlapping runs: their spans counted once are within the loop's wall time, and
-    // the children's commands, which did not overlap, are all of the cost.
-    assert!(f.elapsed_us() <= wall, "spans {} in a {wall} µs loop", f.elapsed_us());
-    assert!(f.cost_us() >= 200 * 500 && f.cost_us() <= f.elapsed_us(), "{f:#?}");
-}
-
 #[test]
 fn concurrent_commands_cost_their_wall_clock_once() {
     // Four connections, each running 50 lookups at the same moments (a pool under
@@ -734,19 +709,6 @@ fn a_loop_on_a_busy_machine_is_still_a_loop() {
 }
 
 #[test]
-fn a_pooled_loop_links_every_connection_to_the_parent_and_counts_it_once() {
-    let mut s = Script::new();
-    pooled_loop(&mut s, 4, 200);
-    let loops = s.of(Kind::NPlusOne);
-    assert_eq!(loops.len(), 1, "one finding, not one per connection: {loops:#?}");
-    let f = &loops[0].finding;
-    assert_eq!((f.occurrences, f.executions), (4, 200));
-    assert!(f.parent.is_some());
-    assert_eq!(f.round_trips, 201, "the children and their parent, once");
-    assert_eq!(f.per_conn.len(), 4);
-}
-
-#[test]
 fn severity_weighs_the_share_of_the_connections_time() {
     assert_eq!(Severity::of(12_000_000, Some(0.5)), Severity::Critical);
     assert_eq!(Severity::of(12_000_000, Some(0.01)), Severity::Info);
@@ -776,3 +738,4 @@ fn closing_a_connection_keeps_its_findings() {
 mod churn;
 mod compression;
 mod drivers;
+mod pools;

@@ -1,0 +1,65 @@
+//! Loops handed round a pool of connections: one finding over every connection, its parent
+//! counted once, its span the wall clock's.
+
+use super::*;
+
+/// `children` lookups of the parent's rows, handed round-robin to `pool` connections one
+/// after another (each awaited before the next), as an application iterating over a result
+/// with a pool does: every connection's run spans the whole loop.
+fn pooled_loop(s: &mut Script, pool: u64, children: u64, latency_us: u64) {
+    s.query(1, "SELECT emp_no, first_name FROM employees LIMIT 100", 100, Some(employees(64)), 2000, 100);
+    for (i, id) in (10001..10001 + children).enumerate() {
+        let conn = 1 + i as u64 % pool;
+        s.query(conn, &format!("SELECT salary FROM salaries WHERE emp_no = {id}"), 1, None, latency_us, 50);
+    }
+}
+
+#[test]
+fn a_pooled_loop_spans_the_wall_clock_once() {
+    let mut s = Script::new();
+    let start = s.now_us;
+    pooled_loop(&mut s, 4, 200, 500);
+    let wall = s.now_us - start;
+    let f = &s.of(Kind::NPlusOne)[0].finding;
+    assert_eq!(f.executions, 200, "{f:#?}");
+    // Four overlapping runs: their spans counted once are within the loop's wall time, and
+    // the children's commands, which did not overlap, are all of the cost.
+    assert!(f.elapsed_us() <= wall, "spans {} in a {wall} µs loop", f.elapsed_us());
+    assert!(f.cost_us() >= 200 * 500 && f.cost_us() <= f.elapsed_us(), "{f:#?}");
+}
+
+#[test]
+fn a_pooled_loop_links_every_connection_to_the_parent_and_counts_it_once() {
+    let mut s = Script::new();
+    pooled_loop(&mut s, 4, 200, 500);
+    let loops = s.of(Kind::NPlusOne);
+    assert_eq!(loops.len(), 1, "one finding, not one per connection: {loops:#?}");
+    let f = &loops[0].finding;
+    assert_eq!((f.occurrences, f.executions), (4, 200));
+    assert!(f.parent.is_some());
+    assert_eq!(f.round_trips, 201, "the children and their parent, once");
+    assert_eq!(f.per_conn.len(), 4);
+}
+
+#[test]
+fn a_pooled_loop_over_a_far_database_is_one_loop() {
+    // 40 ms a lookup over four connections: each connection waits 120 ms between its own
+    // children, longer than `max_gap`, while the other three run theirs. Every child holds a
+    // value of the parent's rows: one loop, however slowly each connection's share goes.
+    let mut s = Script::new();
+    pooled_loop(&mut s, 4, 200, 40_000);
+    let loops = s.of(Kind::NPlusOne);
+    assert_eq!(loops.len(), 1, "{loops:#?}");
+    assert_eq!((loops[0].finding.occurrences, loops[0].finding.executions), (4, 200));
+}
+
+#[test]
+fn lookups_far_apart_without_a_parent_are_not_one_loop() {
+    // The same lookups 120 ms apart on each connection, with no result they come from.
+    let mut s = Script::new();
+    for (i, id) in (10001..10201u64).enumerate() {
+        let conn = 1 + i as u64 % 4;
+        s.query(conn, &format!("SELECT salary FROM salaries WHERE emp_no = {id}"), 1, None, 40_000, 50);
+    }
+    assert!(s.of(Kind::NPlusOne).is_empty());
+}
