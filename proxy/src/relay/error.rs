@@ -102,6 +102,15 @@ pub enum Refusal {
         /// The upstream address.
         upstream: String,
     },
+    /// A plain client sent its password encrypted, after rttscope gave it its key, in a
+    /// form that key cannot open.
+    #[error(
+        "access denied: the password the client encrypted with rttscope's RSA key (it asked for the server's) could not be decrypted"
+    )]
+    PasswordNotDecrypted,
+    /// rttscope's RSA key, which a plain client asked for, could not be made.
+    #[error("rttscope has no RSA key to give the client for its password: {0}")]
+    NoRsaKey(String),
     /// The client asked for TLS and `listen.tls.mode` is `off`.
     #[error("this rttscope does not offer TLS (listen.tls.mode: off); connect without TLS")]
     TlsOff,
@@ -181,6 +190,8 @@ impl Refusal {
                 codes::HANDSHAKE_ERROR
             }
             Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
+            Refusal::PasswordNotDecrypted => codes::ACCESS_DENIED,
+            Refusal::NoRsaKey(_) => codes::HANDSHAKE_ERROR,
             Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
             Refusal::TooManyConnections { .. } | Refusal::TooManyConnecting { .. } | Refusal::FdLimit { .. } => {
                 codes::TOO_MANY_CONNECTIONS
@@ -193,6 +204,7 @@ impl Refusal {
         match self.code() {
             codes::TOO_MANY_CONNECTIONS | codes::NOT_SUPPORTED_AUTH_MODE => "08004",
             codes::HANDSHAKE_ERROR => "08S01",
+            codes::ACCESS_DENIED => "28000",
             _ => "HY000",
         }
     }
@@ -236,6 +248,7 @@ mod tests {
             (Refusal::CredentialsInClear { upstream: "db:3306".into() }, 3159, "HY000"),
             (Refusal::UpstreamTls { upstream: "db:3306".into(), reason: "no TLS".into() }, 1429, "HY000"),
             (Refusal::TlsOff, 1043, "08S01"),
+            (Refusal::PasswordNotDecrypted, 1045, "28000"),
             (Refusal::BadHandshake(DecodeError::PreProtocol41), 1251, "08004"),
         ];
         for (refusal, code, state) in cases {
