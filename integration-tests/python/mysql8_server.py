@@ -152,6 +152,12 @@ class Sha256(AuthPlugin):
 
 class Native(NativePasswordAuthPlugin):
     async def auth(self, auth_info=None):
+        if auth_info and auth_info.handshake_auth_data:
+            # A client that answered the greeting as mysql_native_password (Node's mysql2
+            # does, whatever the greeting names) hashed the greeting's scramble: MySQL checks
+            # against that one, where mysql-mimic would send a new one.
+            auth_info = auth_info.copy(auth_info.data)
+            auth_info.handshake_plugin_name = self.name
         state = super().auth(auth_info)
         decision = await state.__anext__()
         while isinstance(decision, bytes):

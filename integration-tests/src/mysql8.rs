@@ -11,7 +11,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use crate::browser::which;
 use crate::clients::{python, run, script};
+
+fn repo() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
 
 /// The accounts the server knows, each with its plugin: `user:password` as the login
 /// script takes them.
@@ -92,13 +97,22 @@ impl Mysql8Server {
         std::fs::read_to_string(self.log.path()).unwrap_or_default().matches("- flush").count()
     }
 
-    /// Runs `mysql8_login.py`: `driver` logs in at `addr` over `leg` (`tls` or `plain`) as
-    /// each of `accounts`, twice after emptying the server's cache (full, then fast).
-    /// Returns its lines (`USER N: ANSWER`).
+    /// Runs `python/mysql8_login.py` (`driver` `pymysql` or `mysqlclient`) or
+    /// `node/mysql8_login.js` (`mysql2`): the driver logs in at `addr` over `leg` (`tls` or
+    /// `plain`) as each of `accounts`, twice after emptying the server's cache (full, then
+    /// fast). Returns its lines (`USER N: ANSWER`).
     pub fn logins(&self, driver: &str, addr: SocketAddr, leg: &str, accounts: &[&str]) -> Result<Vec<String>> {
-        let mut cmd = Command::new(python()?);
-        cmd.arg(script("mysql8_login.py"))
-            .args([driver, &addr.ip().to_string(), &addr.port().to_string(), leg])
+        let mut cmd = if driver == "mysql2" {
+            let node = which("node").context("no node on PATH (scripts/install-deps.sh installs nodejs)")?;
+            let mut cmd = Command::new(node);
+            cmd.current_dir(repo().join("integration-tests/node")).arg("mysql8_login.js");
+            cmd
+        } else {
+            let mut cmd = Command::new(python()?);
+            cmd.arg(script("mysql8_login.py")).arg(driver);
+            cmd
+        };
+        cmd.args([&addr.ip().to_string(), &addr.port().to_string(), leg])
             .arg(self.child.id().to_string())
             .arg(self.log.path())
             .args(accounts);
