@@ -74,3 +74,77 @@ impl StandIn {
         Ok(ClientPacket::Answer(answer))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rsa::pkcs8::DecodePublicKey;
+    use rsa::{Oaep, RsaPublicKey};
+
+    use super::*;
+
+    /// A greeting whose scramble is "ABCDEFGH" + "IJKLMNOPQRST" (see protocol::auth's tests).
+    fn greeting() -> Vec<u8> {
+        let mut p = vec![10];
+        p.extend_from_slice(b"8.4.0\0");
+        p.extend_from_slice(&[8, 0, 0, 0]);
+        p.extend_from_slice(b"ABCDEFGH\0");
+        p.extend_from_slice(&[0xff, 0xff, 0xff, 2, 0, 0xff, 0xdf, 21]);
+        p.extend_from_slice(&[0; 10]);
+        p.extend_from_slice(b"IJKLMNOPQRST\0caching_sha2_password\0");
+        p
+    }
+
+    /// What a client does with the key it was given: password + NUL, XOR the scramble, RSA-OAEP.
+    fn encrypt(answer: &[u8], password: &[u8], scramble: &[u8]) -> Vec<u8> {
+        let pem = std::str::from_utf8(answer.strip_prefix(&[1]).expect("AuthMoreData")).unwrap();
+        let public = RsaPublicKey::from_public_key_pem(pem).unwrap();
+        let mut plain = [password, b"\0"].concat();
+        xor_scramble(&mut plain, scramble);
+        public.encrypt(&mut rsa::rand_core::OsRng, Oaep::new::<sha1::Sha1>(), &plain).unwrap()
+    }
+
+    async fn key_for(stand_in: &mut StandIn, request: &[u8]) -> Vec<u8> {
+        match stand_in.client_said(request).await {
+            Ok(ClientPacket::Answer(key)) => key,
+            _ => panic!("the key request was not answered"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_caching_sha2_key_request_gets_a_key_and_the_password_comes_out_in_clear() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("caching_sha2_password"));
+        // The scramble and "perform full authentication" are relayed.
+        assert!(matches!(stand_in.client_said(&[7; 32]).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(&[1, 4]);
+        let key = key_for(&mut stand_in, &[2]).await;
+        let ciphertext = encrypt(&key, b"a password longer than twenty bytes", b"ABCDEFGHIJKLMNOPQRST");
+        match stand_in.client_said(&ciphertext).await {
+            Ok(ClientPacket::Clear(password)) => {
+                assert_eq!(password.as_slice(), b"a password longer than twenty bytes\0")
+            }
+            _ => panic!("the password was not decrypted"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_auth_switch_to_sha256_brings_its_scramble_and_garbage_is_refused() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("caching_sha2_password"));
+        stand_in.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0");
+        let key = key_for(&mut stand_in, &[1]).await;
+        let ciphertext = encrypt(&key, b"pw", b"abcdefghijklmnopqrst");
+        assert!(
+            matches!(stand_in.client_said(&ciphertext).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0")
+        );
+        key_for(&mut stand_in, &[1]).await;
+        assert!(matches!(stand_in.client_said(b"not a ciphertext").await, Err(Refusal::PasswordNotDecrypted)));
+    }
+
+    #[tokio::test]
+    async fn other_plugins_and_other_bytes_are_relayed() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("mysql_native_password"));
+        assert!(matches!(stand_in.client_said(&[2]).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0");
+        assert!(matches!(stand_in.client_said(&[1]).await, Ok(ClientPacket::Relay)));
+        assert!(matches!(stand_in.client_said(b"secret\0").await, Ok(ClientPacket::Relay)));
+    }
+}
