@@ -203,3 +203,57 @@ async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
     assert_eq!(server.take_log(), [line("fast"), line("fast")], "plain client");
     Ok(())
 }
+
+/// Reads one packet: its sequence id and payload.
+fn read_packet(stream: &mut std::net::TcpStream) -> Result<(u8, Vec<u8>)> {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    stream.read_exact(&mut head)?;
+    let mut payload = vec![0; usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16];
+    stream.read_exact(&mut payload)?;
+    Ok((head[3], payload))
+}
+
+fn write_packet(stream: &mut std::net::TcpStream, seq: u8, payload: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let len = payload.len().to_le_bytes();
+    stream.write_all(&[len[0], len[1], len[2], seq])?;
+    Ok(stream.write_all(payload)?)
+}
+
+/// A plain client that asks for the key and then sends bytes that are no ciphertext of it
+/// gets ERR 1045 saying so, on that connection alone: the next client logs in.
+#[test]
+fn a_password_rttscope_cannot_decrypt_ends_that_login_with_1045() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false }) else { return Ok(()) };
+    server.flush()?;
+    let mut client = std::net::TcpStream::connect(proxy.addr())?;
+    client.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    read_packet(&mut client)?;
+    // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | LONG_PASSWORD, a
+    // 32-byte scramble that cannot match, caching_sha2_password.
+    let caps: u32 = 0x0200 | 0x8000 | 0x0008_0000 | 0x0001;
+    let mut response = caps.to_le_bytes().to_vec();
+    response.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    response.push(45);
+    response.extend_from_slice(&[0; 23]);
+    response.extend_from_slice(b"u_sha2\0");
+    response.push(32);
+    response.extend_from_slice(&[7; 32]);
+    response.extend_from_slice(b"caching_sha2_password\0");
+    write_packet(&mut client, 1, &response)?;
+    assert_eq!(read_packet(&mut client)?, (2, vec![1, 4]), "perform full authentication");
+    write_packet(&mut client, 3, &[2])?;
+    let (seq, key) = read_packet(&mut client)?;
+    assert_eq!(seq, 4);
+    assert!(key.starts_with(b"\x01-----BEGIN PUBLIC KEY-----"), "{}", String::from_utf8_lossy(&key));
+    write_packet(&mut client, 5, &[0x5a; 256])?;
+    let (seq, err) = read_packet(&mut client)?;
+    assert_eq!((seq, &err[..3]), (6, &[0xff, 0x15, 0x04][..]), "ERR 1045");
+    let message = String::from_utf8_lossy(&err[9..]).into_owned();
+    assert!(message.contains("could not be decrypted"), "{message}");
+    assert_eq!(server.take_log(), Vec::<String>::new(), "nothing reached the server as a password");
+    let lines = server.logins("pymysql", proxy.addr(), "plain", &[SHA2])?;
+    assert_eq!(lines, logged_in(&[SHA2], "tls"));
+    Ok(())
+}
