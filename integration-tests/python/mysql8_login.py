@@ -4,7 +4,8 @@ logins — the first takes full authentication, the second fast — each running
 SELECT CURRENT_USER() (the server answers "USER LEG").
 
 Usage: mysql8_login.py DRIVER HOST PORT tls|plain SERVER_PID SERVER_LOG USER:PASSWORD...
-DRIVER: pymysql or mysqlclient (MySQLdb, on libmariadb). Prints "USER N: ANSWER" or
+DRIVER: pymysql or mysqlclient (MySQLdb, on libmariadb). A HOST starting with / is a Unix socket
+(PyMySQL; PORT is then ignored). Prints "USER N: ANSWER" or
 "USER N: error CODE MESSAGE" for each login.
 """
 
@@ -19,6 +20,9 @@ def connect(driver, host, port, tls, user, password):
         import pymysql
 
         kwargs = dict(host=host, port=port, user=user, password=password, connect_timeout=10)
+        if host.startswith("/"):
+            # A Unix socket, which PyMySQL (like libmysqlclient) treats as secure.
+            kwargs = dict(unix_socket=host, user=user, password=password, connect_timeout=10)
         if tls:
             kwargs["ssl"] = {"check_hostname": False, "verify_mode": False}
         else:

@@ -102,6 +102,15 @@ impl Mysql8Server {
     /// `plain`) as each of `accounts`, twice after emptying the server's cache (full, then
     /// fast). Returns its lines (`USER N: ANSWER`).
     pub fn logins(&self, driver: &str, addr: SocketAddr, leg: &str, accounts: &[&str]) -> Result<Vec<String>> {
+        self.run_logins(driver, &addr.ip().to_string(), &addr.port().to_string(), leg, accounts)
+    }
+
+    /// [`logins`](Self::logins) by PyMySQL over the Unix socket `socket`.
+    pub fn logins_via_socket(&self, socket: &std::path::Path, accounts: &[&str]) -> Result<Vec<String>> {
+        self.run_logins("pymysql", &socket.display().to_string(), "0", "plain", accounts)
+    }
+
+    fn run_logins(&self, driver: &str, host: &str, port: &str, leg: &str, accounts: &[&str]) -> Result<Vec<String>> {
         let mut cmd = if driver == "mysql2" {
             let node = which("node").context("no node on PATH (scripts/install-deps.sh installs nodejs)")?;
             let mut cmd = Command::new(node);
@@ -112,10 +121,7 @@ impl Mysql8Server {
             cmd.arg(script("mysql8_login.py")).arg(driver);
             cmd
         };
-        cmd.args([&addr.ip().to_string(), &addr.port().to_string(), leg])
-            .arg(self.child.id().to_string())
-            .arg(self.log.path())
-            .args(accounts);
+        cmd.args([host, port, leg]).arg(self.child.id().to_string()).arg(self.log.path()).args(accounts);
         let out = run(cmd, Duration::from_secs(60))?;
         if !out.status.success() {
             bail!("mysql8_login.py {driver} failed ({}):\n{}\n{}", out.status, out.stdout, out.stderr);

@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use rttscope_config::ListenTlsMode;
+use rttscope_config::{ListenAddr, ListenTlsMode};
 use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
@@ -255,5 +255,41 @@ fn a_password_rttscope_cannot_decrypt_ends_that_login_with_1045() -> Result<()> 
     assert_eq!(server.take_log(), Vec::<String>::new(), "nothing reached the server as a password");
     let lines = server.logins("pymysql", proxy.addr(), "plain", &[SHA2])?;
     assert_eq!(lines, logged_in(&[SHA2], "tls"));
+    Ok(())
+}
+
+/// A client on a Unix socket treats it as secure and sends its password in clear when the
+/// server wants it in full: over a plain long hop rttscope refuses at that point, with an ERR
+/// saying why, and the server never sees the password. With the account cached, fast
+/// authentication (no password sent) logs in as before.
+#[tokio::test]
+async fn a_unix_socket_client_is_refused_where_its_password_would_cross_a_plain_long_hop() -> Result<()> {
+    let server = match Mysql8Server::start(Mode { tls: false, mysql9: false }) {
+        Ok(server) => server,
+        Err(e) => return Ok(rttscope_integration_tests::skip(format!("no MySQL-8-style server: {e:#}"))),
+    };
+    let dir = tempfile::tempdir()?;
+    let socket = dir.path().join("rttscope.sock");
+    let proxy = proxy_to(server.addr(), |c| c.listen.address.push(ListenAddr::Unix(socket.clone())));
+    server.take_log();
+    let lines = server.logins_via_socket(&socket, &[SHA2])?;
+    let refused =
+        "error 3159 rttscope: the server wants the password in full, which a client on a Unix socket sends in clear";
+    for (n, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("u_sha2 {}: {refused}", n + 1)), "{line}");
+    }
+    assert_eq!(lines.len(), 2);
+    assert_eq!(server.take_log(), Vec::<String>::new(), "the server saw no password");
+    // Cached by a TCP client's full authentication (the server's own key), then fast.
+    assert_eq!(server.logins("pymysql", proxy.addr(), "plain", &[SHA2])?, logged_in(&[SHA2], "plain"));
+    let (name, password) = SHA2.split_once(':').unwrap_or_default();
+    let opts = mysql_async::OptsBuilder::default()
+        .socket(Some(socket.display().to_string()))
+        .user(Some(name))
+        .pass(Some(password));
+    let mut conn = mysql_async::Conn::new(opts).await?;
+    assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 plain"));
+    let lines = server.take_log();
+    assert_eq!(lines.last().map(String::as_str), Some("u_sha2 caching_sha2_password fast plain ok"), "{lines:?}");
     Ok(())
 }

@@ -10,6 +10,8 @@ pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
 /// The older SHA-256 plugin: the password in full on every login.
 pub const SHA256_PASSWORD: &str = "sha256_password";
 
+/// caching_sha2_password's "perform full authentication" (after the AuthMoreData byte).
+pub const PERFORM_FULL_AUTHENTICATION: u8 = 0x04;
 /// The byte a client sends to ask caching_sha2_password for the server's public key.
 const CACHING_SHA2_KEY_REQUEST: u8 = 0x02;
 /// The byte a client sends to ask sha256_password for the server's public key.

@@ -51,7 +51,7 @@ use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session}
 use crate::record::{Tap, micros};
 use auth::{AuthEnd, Framed, relay_auth};
 use long_hop::{LongHop, LongHopPlan};
-use stand_in::StandIn;
+use stand_in::{NoClearOnTheLongHop, StandIn, Watch};
 
 /// What the connection phase needs to know.
 pub(super) struct Settings<'a> {
@@ -400,13 +400,12 @@ async fn log_in(
     tap.arrived(Direction::ToUpstream, micros(now.checked_sub(held).unwrap_or(now)), micros(now), 4 + a.payload.len());
     let mut session =
         Session::after_handshake(identity, a.client_caps, a.greeting_len, a.seq, a.payload.len(), s.capture_limit, tap);
+    let unix_client = matches!(a.client, Transport::Unix(_));
     let mut client = Framed::new(a.client);
     let mut upstream_io = Framed::new(upstream.io);
     let delta = upstream.seq.wrapping_sub(a.seq);
-    // A plain client over a TLS long hop gets rttscope's key in place of the server's.
-    let stand_in = (legs.upstream_tls.is_some() && legs.client_tls.is_none())
-        .then(|| StandIn::new(s.auth_keys.clone(), &a.greeting_payload, a.response.auth_plugin.as_deref()));
-    let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, stand_in, &mut session, tap);
+    let watch = watch(s, &legs, unix_client, &a.greeting_payload, a.response.auth_plugin.as_deref());
+    let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, watch, &mut session, tap);
     let logged_in = match timers::timeout(s.timeout, auth).await {
         // The client waits for the login's answer: a reset or a close from the server
         // becomes an ERR saying so, as a stalled login does.
@@ -442,6 +441,19 @@ async fn log_in(
         client_pending,
         upstream_pending,
     })))
+}
+
+/// What the auth exchange needs beyond relaying: a plain client over a TLS long hop gets
+/// rttscope's key in place of the server's; a Unix-socket client, whose password would cross
+/// a plain long hop in clear, is refused (unless `upstream.tls.mode: disabled` allows it).
+fn watch(s: &Settings<'_>, legs: &Legs, unix_client: bool, greeting: &[u8], plugin: Option<&str>) -> Option<Watch> {
+    match (legs.upstream_tls.is_some(), legs.client_tls.is_some()) {
+        (true, false) => Some(Watch::StandIn(StandIn::new(s.auth_keys.clone(), greeting, plugin))),
+        (false, false) if unix_client && s.upstream_tls.is_some() => {
+            Some(Watch::NoClear(NoClearOnTheLongHop::new(plugin, &s.upstream)))
+        }
+        _ => None,
+    }
 }
 
 /// Both legs as the pump takes them, each compressed as negotiated, with what was read

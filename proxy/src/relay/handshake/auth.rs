@@ -17,7 +17,7 @@ use crate::relay::phase_io::{packet, write_all};
 use crate::relay::pump::Observers;
 use crate::relay::timers;
 
-use super::stand_in::{ClientPacket, StandIn};
+use super::stand_in::{ClientPacket, Watch};
 
 /// How the auth exchange ended.
 pub(super) enum AuthEnd {
@@ -31,14 +31,14 @@ pub(super) enum AuthEnd {
 
 /// Relays the auth exchange until the server's OK or ERR. Either side may speak out of turn
 /// (caching_sha2's "fast auth done" is followed by the OK at once), so both are read at
-/// once. With a `stand_in`, a plain client's request for the server's key is answered
-/// here (see [`StandIn`]).
+/// once. With a `watch`, a plain client's request for the server's key is answered here, or
+/// a request for a password that would cross the long hop in clear refused (see [`Watch`]).
 pub(super) async fn relay_auth(
     client: &mut Framed,
     upstream: &mut Framed,
     mut delta: u8,
     rtt: Duration,
-    mut stand_in: Option<StandIn>,
+    mut watch: Option<Watch>,
     session: &mut Session,
     tap: &mut Observers,
 ) -> Result<AuthEnd, RelayError> {
@@ -48,8 +48,14 @@ pub(super) async fn relay_auth(
     let mut sent = Instant::now();
     loop {
         while let Some((seq, payload)) = upstream.take_packet(Peer::Upstream)? {
-            if let Some(stand_in) = stand_in.as_mut() {
-                stand_in.upstream_said(&payload);
+            match watch.as_mut() {
+                Some(Watch::StandIn(stand_in)) => stand_in.upstream_said(&payload),
+                Some(Watch::NoClear(guard)) => {
+                    if let Some(refusal) = guard.upstream_said(&payload) {
+                        return Ok(AuthEnd::Refused { seq: seq.wrapping_sub(delta), refusal });
+                    }
+                }
+                None => {}
             }
             let packet = packet(seq.wrapping_sub(delta), &payload);
             let arrived = Instant::now();
@@ -69,9 +75,9 @@ pub(super) async fn relay_auth(
             let now = micros(Instant::now());
             tap.arrived(Direction::ToUpstream, now, now, packet.len());
             client_view.scan(&packet, &mut session.client(tap));
-            let moved = match stand_in.as_mut() {
-                Some(stand_in) => stand_in.client_said(&payload).await,
-                None => Ok(ClientPacket::Relay),
+            let moved = match watch.as_mut() {
+                Some(Watch::StandIn(stand_in)) => stand_in.client_said(&payload).await,
+                _ => Ok(ClientPacket::Relay),
             };
             let upstream_seq = seq.wrapping_add(delta);
             // Wiped once written: with a stand-in, it may hold the password.

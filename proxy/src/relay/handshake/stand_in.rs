@@ -11,9 +11,21 @@ use std::sync::Arc;
 
 use zeroize::Zeroizing;
 
-use crate::protocol::auth::{auth_switch, greeting_scramble, is_key_request, public_key_packet, xor_scramble};
+use crate::protocol::auth::{
+    CACHING_SHA2_PASSWORD, PERFORM_FULL_AUTHENTICATION, SHA256_PASSWORD, auth_switch, greeting_scramble,
+    is_key_request, public_key_packet, xor_scramble,
+};
+use crate::protocol::constants::header::AUTH_MORE_DATA;
 use crate::relay::auth_key::{AuthKey, AuthKeys};
 use crate::relay::error::Refusal;
+
+/// What rttscope does in the auth exchange besides relaying it, as the legs require.
+pub(super) enum Watch {
+    /// A plain client over a TLS long hop: answer its key request.
+    StandIn(StandIn),
+    /// A Unix-socket client over a plain long hop: refuse where its password would go in clear.
+    NoClear(NoClearOnTheLongHop),
+}
 
 /// What became of a client's auth packet.
 pub(super) enum ClientPacket {
@@ -72,6 +84,34 @@ impl StandIn {
         let answer = public_key_packet(key.public_pem());
         self.gave = Some(key);
         Ok(ClientPacket::Answer(answer))
+    }
+}
+
+/// For a client on a Unix socket (which it treats as secure) over a plain long hop: a server
+/// that wants the password in full would get it in clear across the long hop, so the login
+/// is refused at that point instead, before the client sends anything.
+pub(super) struct NoClearOnTheLongHop {
+    plugin: String,
+    upstream: String,
+}
+
+impl NoClearOnTheLongHop {
+    pub(super) fn new(plugin: Option<&str>, upstream: &str) -> NoClearOnTheLongHop {
+        NoClearOnTheLongHop { plugin: plugin.unwrap_or_default().to_owned(), upstream: upstream.to_owned() }
+    }
+
+    /// The refusal, if the server's packet asks for the password in full: caching_sha2's
+    /// "perform full authentication", or a switch to sha256_password.
+    pub(super) fn upstream_said(&mut self, payload: &[u8]) -> Option<Refusal> {
+        if let Some((plugin, _)) = auth_switch(payload) {
+            self.plugin = plugin.to_owned();
+        }
+        let full = match self.plugin.as_str() {
+            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
+            SHA256_PASSWORD => auth_switch(payload).is_some(),
+            _ => false,
+        };
+        full.then(|| Refusal::PasswordInClear { upstream: self.upstream.clone() })
     }
 }
 
@@ -137,6 +177,17 @@ mod tests {
         );
         key_for(&mut stand_in, &[1]).await;
         assert!(matches!(stand_in.client_said(b"not a ciphertext").await, Err(Refusal::PasswordNotDecrypted)));
+    }
+
+    #[test]
+    fn a_unix_client_is_refused_where_its_password_would_cross_a_plain_long_hop() {
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        assert!(guard.upstream_said(&[1, 3]).is_none(), "fast authentication");
+        assert!(matches!(guard.upstream_said(&[1, 4]), Some(Refusal::PasswordInClear { .. })));
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        assert!(guard.upstream_said(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0").is_none());
+        assert!(guard.upstream_said(&[1, 4]).is_none(), "not caching_sha2 any more");
+        assert!(guard.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0").is_some());
     }
 
     #[tokio::test]
