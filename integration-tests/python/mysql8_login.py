@@ -4,7 +4,7 @@ logins — the first takes full authentication, the second fast — each running
 SELECT CURRENT_USER() (the server answers "USER LEG").
 
 Usage: mysql8_login.py DRIVER HOST PORT tls|plain SERVER_PID SERVER_LOG USER:PASSWORD...
-DRIVER: pymysql or mysqlclient (MySQLdb, on libmariadb). A HOST starting with / is a Unix socket
+DRIVER: pymysql, mysqlclient (MySQLdb, on libmariadb) or mariadb-cli (the mariadb command). A HOST starting with / is a Unix socket
 (PyMySQL; PORT is then ignored). Prints "USER N: ANSWER" or
 "USER N: error CODE MESSAGE" for each login.
 """
@@ -49,7 +49,25 @@ def flush(pid, log):
         time.sleep(0.01)
 
 
+def cli_login(host, port, tls, user, password):
+    """The mariadb CLI (libmariadb's plugins), one query."""
+    import re
+    import subprocess
+
+    out = subprocess.run(
+        ["mariadb", "--no-defaults", "--protocol=TCP", f"--host={host}", f"--port={port}", f"--user={user}",
+         f"--password={password}", "--ssl" if tls else "--skip-ssl", "-N", "-e", "SELECT CURRENT_USER()"],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    if out.returncode == 0:
+        return out.stdout.strip()
+    error = re.match(r"ERROR (\d+) \(\w+\)(?: at line \d+)?: (.*)", out.stderr.strip())
+    return f"error {error.group(1)} {error.group(2)}" if error else f"error ? {out.stderr.strip()}"
+
+
 def login(driver, host, port, tls, user, password):
+    if driver == "mariadb-cli":
+        return cli_login(host, port, tls, user, password)
     try:
         conn = connect(driver, host, port, tls, user, password)
     except Exception as e:  # pylint: disable=broad-except
