@@ -11,7 +11,8 @@ MySQL's documentation, not from rttscope's behaviour:
 - sha256_password: always the password in full, the same way (its key request is 0x01).
 - mysql_native_password: mysql-mimic's own; absent in --mysql9 mode, as in MySQL 9.
 
-Usage: mysql8_server.py LOG_FILE [--tls] [--mysql9]. Prints "port N" once listening. Every
+Usage: mysql8_server.py LOG_FILE [--tls] [--mysql9] [--sha256-default] (the greeting names
+sha256_password, as with MySQL's default_authentication_plugin=sha256_password). Prints "port N" once listening. Every
 login appends "USER PLUGIN PATH LEG RESULT" to LOG_FILE (PATH fast or full, LEG tls or plain);
 SIGHUP empties the cache (as a restart does) and appends "- flush".
 """
@@ -168,11 +169,13 @@ class Native(NativePasswordAuthPlugin):
 
 
 class Accounts(IdentityProvider):
-    def __init__(self, mysql9):
+    def __init__(self, mysql9, sha256_default):
         self.mysql9 = mysql9
+        self.sha256_default = sha256_default
 
     def get_plugins(self):
-        plugins = [CachingSha2(), Sha256()]
+        # The first is the default, which the greeting names.
+        plugins = [Sha256(), CachingSha2()] if self.sha256_default else [CachingSha2(), Sha256()]
         return plugins if self.mysql9 else plugins + [Native()]
 
     async def get_user(self, username):
@@ -265,7 +268,8 @@ async def main():
     MysqlStream.start_tls = start_tls
     with tempfile.TemporaryDirectory() as directory:
         context = tls_context(directory) if "--tls" in sys.argv else None
-        server = MysqlServer(identity_provider=Accounts(mysql9), session_factory=EchoUser, ssl=context)
+        accounts = Accounts(mysql9, "--sha256-default" in sys.argv)
+        server = MysqlServer(identity_provider=accounts, session_factory=EchoUser, ssl=context)
         await server.start_server(host="127.0.0.1", port=0)
         port = server._server.sockets[0].getsockname()[1]  # pylint: disable=protected-access
         # SIGHUP: the cache emptied, as by a server restart; the log says when.

@@ -32,12 +32,14 @@ pub struct Mysql8Server {
 }
 
 /// How the server is started.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Mode {
     /// It offers TLS.
     pub tls: bool,
     /// MySQL 9: no mysql_native_password at all.
     pub mysql9: bool,
+    /// sha256_password is the default plugin (the greeting's).
+    pub sha256_default: bool,
 }
 
 impl Mysql8Server {
@@ -51,6 +53,9 @@ impl Mysql8Server {
         }
         if mode.mysql9 {
             cmd.arg("--mysql9");
+        }
+        if mode.sha256_default {
+            cmd.arg("--sha256-default");
         }
         let mut child =
             cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().context("starting mysql8_server.py")?;

@@ -86,8 +86,13 @@ fn assert_cell(
 /// `mariadb` CLI and Node's mysql2.
 #[test]
 fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
-    let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false }) else { return Ok(()) };
-    let Some((plain_server, plain_hop)) = server_and_proxy(Mode { tls: false, mysql9: false }) else { return Ok(()) };
+    let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    let Some((plain_server, plain_hop)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
+    else {
+        return Ok(());
+    };
     for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2"] {
         assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
         assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
@@ -98,13 +103,28 @@ fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     Ok(())
 }
 
+/// A server whose default plugin is sha256_password: a plain client puts its key request in
+/// its first packet, which rttscope answers before that packet goes upstream over TLS (with
+/// the password in it instead). caching_sha2_password and native accounts are switched to.
+#[test]
+fn a_sha256_password_default_plugin_logs_in_from_a_plain_client_over_tls() -> Result<()> {
+    let mode = Mode { tls: true, mysql9: false, sha256_default: true };
+    let Some((server, proxy)) = server_and_proxy(mode) else { return Ok(()) };
+    assert_cell("pymysql", &server, proxy.addr(), "plain", "tls")?;
+    assert_cell("pymysql", &server, proxy.addr(), "tls", "tls")?;
+    Ok(())
+}
+
 /// A TLS client in front of a server without TLS is refused before any password is sent,
 /// never its login in clear on the long hop: rttscope offers it no TLS (the client refuses
 /// itself), or, when `listen.tls.mode: required` made it offer TLS, answers with an ERR that
 /// says why.
 #[test]
 fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
-    let Some((server, offers_none)) = server_and_proxy(Mode { tls: false, mysql9: false }) else { return Ok(()) };
+    let Some((server, offers_none)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
+    else {
+        return Ok(());
+    };
     let requires_tls = proxy_to(server.addr(), |c| c.listen.tls.mode = ListenTlsMode::Required);
     for (proxy, refusal) in [
         (&offers_none, "error 2026 SSL is required but the server doesn't support it"),
@@ -128,7 +148,9 @@ fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
 /// both legs a plain client can have; the native account does not exist.
 #[test]
 fn mysql9_mode_without_mysql_native_password() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: true }) else { return Ok(()) };
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: true, sha256_default: false }) else {
+        return Ok(());
+    };
     for leg in ["plain", "tls"] {
         server.take_log();
         let lines = server.logins("pymysql", proxy.addr(), leg, &[SHA2, SHA256, NATIVE])?;
@@ -170,7 +192,9 @@ async fn current_user(conn: &mut mysql_async::Conn) -> Result<Option<String>> {
 /// plain client leg and on a TLS one, both over the TLS long hop.
 #[tokio::test]
 async fn mysql_async_logs_in_full_and_fast_over_the_tls_long_hop() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false }) else { return Ok(()) };
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
     for client_tls in [false, true] {
         server.flush()?;
         server.take_log();
@@ -188,7 +212,9 @@ async fn mysql_async_logs_in_full_and_fast_over_the_tls_long_hop() -> Result<()>
 /// full then fast with TLS on both legs; fast, the account cached, from a plain client.
 #[tokio::test]
 async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false }) else { return Ok(()) };
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
     let (name, password) = SHA2.split_once(':').unwrap_or_default();
     let change =
         || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
@@ -230,7 +256,9 @@ fn write_packet(stream: &mut std::net::TcpStream, seq: u8, payload: &[u8]) -> Re
 /// gets ERR 1045 saying so, on that connection alone: the next client logs in.
 #[test]
 fn a_password_rttscope_cannot_decrypt_ends_that_login_with_1045() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false }) else { return Ok(()) };
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
     server.flush()?;
     let mut client = std::net::TcpStream::connect(proxy.addr())?;
     client.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
@@ -271,7 +299,7 @@ fn a_password_rttscope_cannot_decrypt_ends_that_login_with_1045() -> Result<()> 
 async fn a_unix_socket_client_is_refused_where_its_password_would_cross_a_plain_long_hop() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let socket = dir.path().join("rttscope.sock");
-    let Some((server, proxy)) = server_and_proxy_with(Mode { tls: false, mysql9: false }, |c| {
+    let Some((server, proxy)) = server_and_proxy_with(Mode { tls: false, mysql9: false, sha256_default: false }, |c| {
         c.listen.address.push(ListenAddr::Unix(socket.clone()))
     }) else {
         return Ok(());

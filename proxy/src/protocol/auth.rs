@@ -2,8 +2,12 @@
 //! the scramble a plugin was given, the plugin an auth switch names, a public-key request
 //! of the SHA-256 plugins, and the XOR that hides a password under its scramble.
 
-use crate::protocol::constants::capability::CLIENT_PLUGIN_AUTH;
+use crate::protocol::constants::capability::{
+    CLIENT_PLUGIN_AUTH, CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA, CLIENT_SECURE_CONNECTION,
+};
 use crate::protocol::constants::header;
+use crate::protocol::handshake::SSL_REQUEST_LEN;
+use crate::protocol::packets::lenenc_int;
 
 /// MySQL 8's default plugin: a SHA-256 scramble, or the password in full (fast and full auth).
 pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
@@ -75,6 +79,45 @@ pub fn public_key_packet(pem: &[u8]) -> Vec<u8> {
     payload
 }
 
+/// Where the auth response of a `HandshakeResponse41` payload sits: the start of its length
+/// field, and the response's own range. `None` if the packet does not hold one.
+fn auth_response_at(payload: &[u8]) -> Option<(usize, std::ops::Range<usize>)> {
+    let caps = u32::from_le_bytes(payload.get(..4)?.try_into().ok()?);
+    let user_end = SSL_REQUEST_LEN + payload.get(SSL_REQUEST_LEN..)?.iter().position(|&b| b == 0)?;
+    let len_at = user_end + 1;
+    let (len, width) = if caps & CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA as u32 != 0 {
+        let (len, width) = lenenc_int(payload.get(len_at..)?)?;
+        (usize::try_from(len).ok()?, width)
+    } else if caps & CLIENT_SECURE_CONNECTION as u32 != 0 {
+        (usize::from(*payload.get(len_at)?), 1)
+    } else {
+        return None;
+    };
+    let start = len_at + width;
+    let end = start.checked_add(len).filter(|&end| end <= payload.len())?;
+    Some((len_at, start..end))
+}
+
+/// The auth response of a `HandshakeResponse41` payload (length-prefixed, as every 4.1
+/// client sends it).
+pub fn auth_response(payload: &[u8]) -> Option<&[u8]> {
+    let (_, range) = auth_response_at(payload)?;
+    payload.get(range)
+}
+
+/// `payload` (a `HandshakeResponse41`) with its auth response replaced by `response` (under
+/// 251 bytes, so its length fits either length field). `None` if it has none to replace.
+pub fn with_auth_response(payload: &[u8], response: &[u8]) -> Option<Vec<u8>> {
+    let (len_at, range) = auth_response_at(payload)?;
+    let len = u8::try_from(response.len()).ok().filter(|&l| l < 0xFB)?;
+    let mut out = Vec::with_capacity(payload.len() + response.len());
+    out.extend_from_slice(&payload[..len_at]);
+    out.push(len);
+    out.extend_from_slice(response);
+    out.extend_from_slice(&payload[range.end..]);
+    Some(out)
+}
+
 /// XORs `data` with `scramble`, cycled: how the SHA-256 plugins hide the NUL-terminated
 /// password before encrypting it, and how the receiver recovers it. Involutive.
 pub fn xor_scramble(data: &mut [u8], scramble: &[u8]) {
@@ -140,6 +183,33 @@ mod tests {
         assert!(!is_key_request(SHA256_PASSWORD, &[2]));
         assert!(!is_key_request("mysql_native_password", &[2]));
         assert!(!is_key_request(CACHING_SHA2_PASSWORD, b"secret\0"));
+    }
+
+    /// A HandshakeResponse41 as PyMySQL sends it to a sha256_password greeting over a plain
+    /// connection: its auth response is the key request.
+    fn sha256_response(caps: u32) -> Vec<u8> {
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+        p.push(45);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"u_sha256\0");
+        p.extend_from_slice(&[1, 1]);
+        p.extend_from_slice(b"sha256_password\0");
+        p
+    }
+
+    #[test]
+    fn the_auth_response_is_found_and_replaced_under_either_length_field() {
+        for caps in [0x000a_8201, 0x002a_8201] {
+            let payload = sha256_response(caps);
+            assert_eq!(auth_response(&payload), Some(&[1][..]));
+            let replaced = with_auth_response(&payload, b"secret\0").unwrap();
+            assert_eq!(auth_response(&replaced), Some(&b"secret\0"[..]));
+            assert!(replaced.ends_with(b"\x07secret\0sha256_password\0"));
+            assert_eq!(with_auth_response(&payload, &[0; 251]), None, "too long for one length byte");
+        }
+        assert_eq!(auth_response(&sha256_response(0x0008_0201)), None, "no length field (pre-4.1 auth)");
+        assert_eq!(auth_response(&sha256_response(0x000a_8201)[..42]), None, "truncated");
     }
 
     #[test]

@@ -151,7 +151,8 @@ pub(super) async fn handshake(
 ) -> Result<Handshake, RelayError> {
     let greeted = step!(relay_greeting(client, upstream, s, tap).await);
     let (mut answered, upstream) = step!(read_client_response(greeted, s).await);
-    let plan = step!(long_hop::plan(&mut answered, s).await);
+    let mut plan = step!(long_hop::plan(&mut answered, s).await);
+    step!(long_hop::answer_key_request_first(&mut answered, &mut plan, s).await);
     let upstream = step!(long_hop::open(upstream, &mut answered, &plan, s).await);
     log_in(answered, plan, upstream, s, tap).await
 }
@@ -187,6 +188,9 @@ struct Answered {
     response: HandshakeResponse41,
     /// What the client and rttscope agreed on.
     client_caps: u64,
+    /// The stand-in that already gave the client rttscope's key (in answer to its first
+    /// packet), for the rest of the login.
+    stand_in: Option<StandIn>,
 }
 
 /// Reads the server's greeting and passes it to the client with the capabilities rttscope
@@ -330,6 +334,7 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
         payload,
         response,
         client_caps,
+        stand_in: None,
     };
     Ok(Continue((answered, upstream)))
 }
@@ -404,7 +409,10 @@ async fn log_in(
     let mut client = Framed::new(a.client);
     let mut upstream_io = Framed::new(upstream.io);
     let delta = upstream.seq.wrapping_sub(a.seq);
-    let watch = watch(s, &legs, unix_client, &a.greeting_payload, a.response.auth_plugin.as_deref());
+    let watch = match a.stand_in {
+        Some(stand_in) => Some(Watch::StandIn(stand_in)),
+        None => watch(s, &legs, unix_client, &a.greeting_payload, a.response.auth_plugin.as_deref()),
+    };
     let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, watch, &mut session, tap);
     let logged_in = match timers::timeout(s.timeout, auth).await {
         // The client waits for the login's answer: a reset or a close from the server

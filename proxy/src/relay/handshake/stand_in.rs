@@ -44,8 +44,11 @@ pub(super) struct StandIn {
     plugin: String,
     /// The scramble that plugin was given, which the client XORs its password with.
     scramble: Vec<u8>,
-    /// The key the client was given: its next packet is the password, encrypted with it.
+    /// The key the client was given in this login. A client keeps it for the connection: told
+    /// later to send the password in full (after an auth switch), it encrypts with it at once.
     gave: Option<Arc<AuthKey>>,
+    /// The client's next packet is its password, encrypted with that key.
+    password_next: bool,
 }
 
 impl StandIn {
@@ -57,33 +60,49 @@ impl StandIn {
             plugin: plugin.unwrap_or_default().to_owned(),
             scramble: greeting_scramble(greeting).unwrap_or_default(),
             gave: None,
+            password_next: false,
         }
     }
 
-    /// Follows the server's packet: an auth switch brings a plugin and a scramble.
+    /// Follows the server's packet: an auth switch brings a plugin and a scramble; a request
+    /// for the password in full, to a client that holds rttscope's key, brings it encrypted.
     pub(super) fn upstream_said(&mut self, payload: &[u8]) {
-        if let Some((plugin, scramble)) = auth_switch(payload) {
+        let switched = auth_switch(payload);
+        if let Some((plugin, scramble)) = switched {
             self.plugin = plugin.to_owned();
             self.scramble = scramble.to_vec();
         }
+        let full = match self.plugin.as_str() {
+            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
+            SHA256_PASSWORD => switched.is_some(),
+            _ => false,
+        };
+        self.password_next = full && self.gave.is_some();
     }
 
     /// What to do with the client's packet `payload`.
     pub(super) async fn client_said(&mut self, payload: &[u8]) -> Result<ClientPacket, Refusal> {
-        if let Some(key) = self.gave.take() {
-            let Some(mut password) = key.decrypt(payload) else {
-                return Err(Refusal::PasswordNotDecrypted);
-            };
-            xor_scramble(&mut password, &self.scramble);
-            return Ok(ClientPacket::Clear(password));
+        if is_key_request(&self.plugin, payload) {
+            return self.give_key().await.map(ClientPacket::Answer);
         }
-        if !is_key_request(&self.plugin, payload) {
-            return Ok(ClientPacket::Relay);
-        }
+        let key = match (&self.gave, std::mem::take(&mut self.password_next)) {
+            (Some(key), true) => key,
+            _ => return Ok(ClientPacket::Relay),
+        };
+        let Some(mut password) = key.decrypt(payload) else {
+            return Err(Refusal::PasswordNotDecrypted);
+        };
+        xor_scramble(&mut password, &self.scramble);
+        Ok(ClientPacket::Clear(password))
+    }
+
+    /// The packet that gives the client rttscope's key; its next packet is the password.
+    pub(super) async fn give_key(&mut self) -> Result<Vec<u8>, Refusal> {
         let key = self.keys.get().await.map_err(Refusal::NoRsaKey)?;
         let answer = public_key_packet(key.public_pem());
         self.gave = Some(key);
-        Ok(ClientPacket::Answer(answer))
+        self.password_next = true;
+        Ok(answer)
     }
 }
 
@@ -188,6 +207,19 @@ mod tests {
         assert!(guard.upstream_said(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0").is_none());
         assert!(guard.upstream_said(&[1, 4]).is_none(), "not caching_sha2 any more");
         assert!(guard.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_holds_the_key_sends_its_password_after_a_switch_without_asking() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("sha256_password"));
+        let key = key_for(&mut stand_in, &[1]).await;
+        let first = encrypt(&key, b"pw", b"ABCDEFGHIJKLMNOPQRST");
+        assert!(matches!(stand_in.client_said(&first).await, Ok(ClientPacket::Clear(_))));
+        stand_in.upstream_said(b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0");
+        assert!(matches!(stand_in.client_said(&[9; 32]).await, Ok(ClientPacket::Relay)), "the scramble");
+        stand_in.upstream_said(&[1, 4]);
+        let again = encrypt(&key, b"pw", b"abcdefghijklmnopqrst");
+        assert!(matches!(stand_in.client_said(&again).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0"));
     }
 
     #[tokio::test]
