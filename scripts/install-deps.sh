@@ -65,10 +65,12 @@ fi
 # pymysql.__version__, a mysqlclient-compatible number; its release is 1.2.4). prometheus-client
 # is the official Prometheus client; its text parser checks what /metrics serves. mysqlclient
 # (MySQLdb) is built against libmariadb; mysql-connector-python is Oracle's Connector/Python.
-# tests/driver_advice.rs runs the advice each of them gets.
+# tests/driver_advice.rs runs the advice each of them gets. mysql-mimic (a Python implementation
+# of the server protocol) is the MySQL-8-style server of tests/mysql8_auth.rs; cryptography gives
+# it, and PyMySQL, the RSA of caching_sha2_password's and sha256_password's full authentication.
 VENV="$REPO/target/test-venv"
 PY_PACKAGES=("mariadb==1.1.14" "PyMySQL==1.2.4" "mysqlclient==2.2.7" "mysql-connector-python==9.1.0"
-  "prometheus-client==0.26.0")
+  "prometheus-client==0.26.0" "mysql-mimic==3.0.5" "cryptography==50.0.2")
 
 system_python() {
   if [ -x /usr/bin/python3 ]; then echo /usr/bin/python3; else command -v python3; fi
@@ -90,7 +92,7 @@ from importlib.metadata import version
 for spec in sys.argv[1:]:
     name, wanted = spec.split("==")
     assert version(name) == wanted, spec
-import mariadb, pymysql, MySQLdb, mysql.connector, prometheus_client.parser
+import mariadb, pymysql, MySQLdb, mysql.connector, prometheus_client.parser, mysql_mimic, cryptography
 PY
 }
 

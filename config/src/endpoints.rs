@@ -84,6 +84,11 @@ pub struct ListenConfig {
     pub socket_mode: String,
     /// TLS towards clients.
     pub tls: ListenTls,
+    /// RSA private key (PEM, PKCS#1 or PKCS#8) that clients without TLS encrypt their
+    /// password with when the long hop is TLS and the server asks for the password in full
+    /// (caching_sha2_password's full authentication, sha256_password). Default: a 2048-bit
+    /// key generated at start.
+    pub rsa_key: Option<PathBuf>,
 }
 
 impl Default for ListenConfig {
@@ -92,6 +97,7 @@ impl Default for ListenConfig {
             address: vec![ListenAddr::Tcp(SocketAddr::from((Ipv4Addr::LOCALHOST, 6033)))],
             socket_mode: "660".to_owned(),
             tls: ListenTls::default(),
+            rsa_key: None,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod fake_upstream;
 pub mod legs;
 pub mod link_rig;
 pub mod mariadb;
+pub mod mysql8;
 pub mod process;
 pub mod proxy;
 pub mod wan;

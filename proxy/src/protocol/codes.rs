@@ -12,6 +12,8 @@ pub const UPSTREAM_UNREACHABLE: u16 = 1429;
 pub const TOO_MANY_CONNECTIONS: u16 = 1040;
 /// The client asked for something the handshake cannot give (`ER_HANDSHAKE_ERROR`).
 pub const HANDSHAKE_ERROR: u16 = 1043;
+/// A login refused (`ER_ACCESS_DENIED_ERROR`), SQL state 28000.
+pub const ACCESS_DENIED: u16 = 1045;
 /// A pre-4.1 client (`ER_NOT_SUPPORTED_AUTH_MODE`).
 pub const NOT_SUPPORTED_AUTH_MODE: u16 = 1251;
 /// A statement that ran out of time (`ER_STATEMENT_TIMEOUT`, MariaDB's max_statement_time).

@@ -3,9 +3,11 @@
 //!
 //! - [`framing`] walks a byte stream into packets without buffering payloads;
 //! - [`handshake`] parses and masks the connection-phase packets;
+//! - [`auth`] reads what rttscope needs of the auth exchange to stand in for a server's key;
 //! - [`packets`] reads OK/EOF/ERR and builds the ERR packets rttscope sends;
 //! - [`session`] is the command/response state machine.
 
+pub mod auth;
 pub mod binary;
 pub mod codes;
 pub mod compress;

@@ -110,6 +110,7 @@ async fn run(
         // Clients on a Unix socket are not offered TLS: they already treat it as secure.
         client_tls: shared.client_tls.as_ref().filter(|_| !matches!(client, Transport::Unix(_))),
         upstream_tls: shared.upstream_tls.as_ref(),
+        auth_keys: &shared.auth_keys,
         compression: config.upstream.compression,
         greeting_timeout: config.limits.connect_timeout.0,
         first_byte_timeout: config.limits.first_byte_limit(),

@@ -102,6 +102,24 @@ pub enum Refusal {
         /// The upstream address.
         upstream: String,
     },
+    /// A plain client sent its password encrypted, after rttscope gave it its key, in a
+    /// form that key cannot open.
+    #[error(
+        "access denied: the password the client encrypted with rttscope's RSA key (it asked for the server's) could not be decrypted"
+    )]
+    PasswordNotDecrypted,
+    /// A client on a Unix socket (which it treats as secure) would send its password in full,
+    /// in clear, across a plain long hop.
+    #[error(
+        "the server wants the password in full, which a client on a Unix socket sends in clear, and the long hop to upstream {upstream} is not TLS: rttscope refuses; connect over TCP, or give the long hop TLS"
+    )]
+    PasswordInClear {
+        /// The upstream address.
+        upstream: String,
+    },
+    /// rttscope's RSA key, which a plain client asked for, could not be made.
+    #[error("rttscope has no RSA key to give the client for its password: {0}")]
+    NoRsaKey(String),
     /// The client asked for TLS and `listen.tls.mode` is `off`.
     #[error("this rttscope does not offer TLS (listen.tls.mode: off); connect without TLS")]
     TlsOff,
@@ -176,11 +194,15 @@ impl Refusal {
             | Refusal::UpstreamTls { .. }
             | Refusal::LoginStalled { .. }
             | Refusal::LostDuringLogin { .. } => codes::UPSTREAM_UNREACHABLE,
-            Refusal::CredentialsInClear { .. } | Refusal::TlsRequired => codes::SECURE_TRANSPORT_REQUIRED,
+            Refusal::CredentialsInClear { .. } | Refusal::PasswordInClear { .. } | Refusal::TlsRequired => {
+                codes::SECURE_TRANSPORT_REQUIRED
+            }
             Refusal::TlsOff | Refusal::ClientTls(_) | Refusal::HungUpAfterTls(_) | Refusal::ClientSilent { .. } => {
                 codes::HANDSHAKE_ERROR
             }
             Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
+            Refusal::PasswordNotDecrypted => codes::ACCESS_DENIED,
+            Refusal::NoRsaKey(_) => codes::HANDSHAKE_ERROR,
             Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
             Refusal::TooManyConnections { .. } | Refusal::TooManyConnecting { .. } | Refusal::FdLimit { .. } => {
                 codes::TOO_MANY_CONNECTIONS
@@ -193,6 +215,7 @@ impl Refusal {
         match self.code() {
             codes::TOO_MANY_CONNECTIONS | codes::NOT_SUPPORTED_AUTH_MODE => "08004",
             codes::HANDSHAKE_ERROR => "08S01",
+            codes::ACCESS_DENIED => "28000",
             _ => "HY000",
         }
     }
@@ -236,6 +259,8 @@ mod tests {
             (Refusal::CredentialsInClear { upstream: "db:3306".into() }, 3159, "HY000"),
             (Refusal::UpstreamTls { upstream: "db:3306".into(), reason: "no TLS".into() }, 1429, "HY000"),
             (Refusal::TlsOff, 1043, "08S01"),
+            (Refusal::PasswordNotDecrypted, 1045, "28000"),
+            (Refusal::PasswordInClear { upstream: "db:3306".into() }, 3159, "HY000"),
             (Refusal::BadHandshake(DecodeError::PreProtocol41), 1251, "08004"),
         ];
         for (refusal, code, state) in cases {

@@ -10,30 +10,33 @@
 //!    `upstream.compression` decide, and the response rewritten for that leg;
 //! 4. `log_in`: the auth exchange (`auth`) relayed between legs that may differ — each with
 //!    its own TLS, compression and so sequence ids — never re-implemented (any plugin, auth
-//!    switch, caching_sha2's full auth); the session state machine follows it as the
-//!    client sees it, so the login is recorded like any command.
+//!    switch, caching_sha2's full auth), save for one step: a plain client's request for the
+//!    server's RSA key over a TLS long hop is answered with rttscope's (`stand_in`). The
+//!    session state machine follows the exchange as the client sees it, so the login is
+//!    recorded like any command.
 //!
 //! Every packet here is small and read whole (at most [`MAX_HANDSHAKE_LEN`](crate::protocol::handshake::MAX_HANDSHAKE_LEN)); every step
 //! has a deadline; every refusal reaches the client as an ERR packet.
 
 mod auth;
 mod long_hop;
+mod settings;
+mod stand_in;
 
 use std::ops::ControlFlow::{self, Break, Continue};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use rttscope_config::UpstreamCompression;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::RelayStats;
+use super::auth_key::AuthKeys;
 use super::connecting::Gate;
 use super::error::{Refusal, RelayError};
 use super::leg::{Leg, Transport};
-use super::phase_io::{read_packet, send, within, write_all};
+use super::phase_io::{read_packet, send, within};
 use super::proxy_header::{First, read_first_client_packet};
 use super::pump::Observers;
 use super::timers;
@@ -46,8 +49,9 @@ use crate::protocol::handshake::{HandshakeResponse41, HandshakeV10, is_ssl_reque
 use crate::protocol::packets::ErrPacket;
 use crate::protocol::{DecodeError, Direction, Identity, Observer, Peer, Session};
 use crate::record::{Tap, micros};
-use auth::{Framed, relay_auth};
+use auth::{AuthEnd, Framed, relay_auth};
 use long_hop::{LongHop, LongHopPlan};
+use stand_in::{NoClearOnTheLongHop, StandIn, Watch};
 
 /// What the connection phase needs to know.
 pub(super) struct Settings<'a> {
@@ -56,6 +60,8 @@ pub(super) struct Settings<'a> {
     pub client_tls: Option<&'a ClientSideTls>,
     /// TLS towards the server, unless `upstream.tls.mode: disabled`.
     pub upstream_tls: Option<&'a UpstreamSideTls>,
+    /// The RSA key a plain client gets for its password when the long hop is TLS.
+    pub auth_keys: &'a AuthKeys,
     pub compression: UpstreamCompression,
     /// How long the server may take to greet once dialled (`limits.connect_timeout`: a
     /// server that accepts and says nothing is as unreachable as one that does not answer).
@@ -145,7 +151,8 @@ pub(super) async fn handshake(
 ) -> Result<Handshake, RelayError> {
     let greeted = step!(relay_greeting(client, upstream, s, tap).await);
     let (mut answered, upstream) = step!(read_client_response(greeted, s).await);
-    let plan = step!(long_hop::plan(&mut answered, s).await);
+    let mut plan = step!(long_hop::plan(&mut answered, s).await);
+    step!(long_hop::answer_key_request_first(&mut answered, &mut plan, s).await);
     let upstream = step!(long_hop::open(upstream, &mut answered, &plan, s).await);
     log_in(answered, plan, upstream, s, tap).await
 }
@@ -157,6 +164,8 @@ struct Greeted {
     greeting: HandshakeV10,
     /// Its length, for the session's byte counts.
     greeting_len: usize,
+    /// Its payload as the server sent it (the scramble the auth exchange uses).
+    greeting_payload: Vec<u8>,
     /// The server's capabilities, as it greeted (the greeting's own are the offered ones).
     server_caps: u64,
     /// The capabilities the client was offered.
@@ -170,6 +179,7 @@ struct Answered {
     client: Transport,
     greeting: HandshakeV10,
     greeting_len: usize,
+    greeting_payload: Vec<u8>,
     server_caps: u64,
     client_tls: Option<TlsInfo>,
     /// Its sequence id and payload, as the client sent them.
@@ -178,6 +188,9 @@ struct Answered {
     response: HandshakeResponse41,
     /// What the client and rttscope agreed on.
     client_caps: u64,
+    /// The stand-in that already gave the client rttscope's key (in answer to its first
+    /// packet), for the rest of the login.
+    stand_in: Option<StandIn>,
 }
 
 /// Reads the server's greeting and passes it to the client with the capabilities rttscope
@@ -224,10 +237,12 @@ async fn relay_greeting(
     };
     let server_caps = greeting.capabilities;
     let offered = offered_to_client(s, server_caps);
+    let greeting_payload = payload.clone();
     greeting.set_capabilities(&mut payload, offered);
     send(&mut client, seq, &payload, Peer::Client).await?;
     let greeting_len = payload.len();
-    let greeted = Greeted { client, upstream, greeting, greeting_len, server_caps, offered, at: Instant::now() };
+    let at = Instant::now();
+    let greeted = Greeted { client, upstream, greeting, greeting_len, greeting_payload, server_caps, offered, at };
     Ok(Continue(greeted))
 }
 
@@ -252,7 +267,8 @@ fn offered_to_client(s: &Settings<'_>, server_caps: u64) -> u64 {
 /// rttscope sent one. A client that keeps rttscope waiting past `first_byte_timeout` (or
 /// past the contended grace while others wait for its slot) is told and closed.
 async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step<(Answered, TcpStream)>, RelayError> {
-    let Greeted { mut client, mut upstream, greeting, greeting_len, server_caps, offered, at } = greeted;
+    let Greeted { mut client, mut upstream, greeting, greeting_len, greeting_payload, server_caps, offered, at } =
+        greeted;
     let first = read_first_client_packet(&mut client, &mut upstream);
     let waited = s.wait_for_client(
         "the client's answer to the greeting",
@@ -307,8 +323,19 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
         Err(e) => return s.refuse(&mut client, seq.wrapping_add(1), true, Refusal::BadHandshake(e)).await.map(Break),
     };
     let client_caps = negotiated(offered, response.capabilities);
-    let answered =
-        Answered { client, greeting, greeting_len, server_caps, client_tls, seq, payload, response, client_caps };
+    let answered = Answered {
+        client,
+        greeting,
+        greeting_len,
+        greeting_payload,
+        server_caps,
+        client_tls,
+        seq,
+        payload,
+        response,
+        client_caps,
+        stand_in: None,
+    };
     Ok(Continue((answered, upstream)))
 }
 
@@ -378,10 +405,15 @@ async fn log_in(
     tap.arrived(Direction::ToUpstream, micros(now.checked_sub(held).unwrap_or(now)), micros(now), 4 + a.payload.len());
     let mut session =
         Session::after_handshake(identity, a.client_caps, a.greeting_len, a.seq, a.payload.len(), s.capture_limit, tap);
+    let unix_client = matches!(a.client, Transport::Unix(_));
     let mut client = Framed::new(a.client);
     let mut upstream_io = Framed::new(upstream.io);
     let delta = upstream.seq.wrapping_sub(a.seq);
-    let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, &mut session, tap);
+    let watch = match a.stand_in {
+        Some(stand_in) => Some(Watch::StandIn(stand_in)),
+        None => watch(s, &legs, unix_client, &a.greeting_payload, a.response.auth_plugin.as_deref()),
+    };
+    let auth = relay_auth(&mut client, &mut upstream_io, delta, rtt, watch, &mut session, tap);
     let logged_in = match timers::timeout(s.timeout, auth).await {
         // The client waits for the login's answer: a reset or a close from the server
         // becomes an ERR saying so, as a stalled login does.
@@ -389,7 +421,13 @@ async fn log_in(
             let seq = session.response_seq().unwrap_or(a.seq.wrapping_add(1));
             return s.refuse(&mut client.io, seq, true, s.lost_during_login(&e)).await;
         }
-        Ok(logged_in) => logged_in?,
+        Ok(Ok(AuthEnd::LoggedIn)) => true,
+        Ok(Ok(AuthEnd::Failed)) => false,
+        Ok(Ok(AuthEnd::Refused { seq, refusal })) => {
+            tracing::info!(user = %a.response.user, "login refused: {refusal}");
+            return s.refuse(&mut client.io, seq, true, refusal).await;
+        }
+        Ok(Err(e)) => return Err(e),
         // The client still waits for the login's answer: tell it in its place.
         Err(_) => {
             let seq = session.response_seq().unwrap_or(a.seq.wrapping_add(1));
@@ -411,6 +449,19 @@ async fn log_in(
         client_pending,
         upstream_pending,
     })))
+}
+
+/// What the auth exchange needs beyond relaying: a plain client over a TLS long hop gets
+/// rttscope's key in place of the server's; a Unix-socket client, whose password would cross
+/// a plain long hop in clear, is refused (unless `upstream.tls.mode: disabled` allows it).
+fn watch(s: &Settings<'_>, legs: &Legs, unix_client: bool, greeting: &[u8], plugin: Option<&str>) -> Option<Watch> {
+    match (legs.upstream_tls.is_some(), legs.client_tls.is_some()) {
+        (true, false) => Some(Watch::StandIn(StandIn::new(s.auth_keys.clone(), greeting, plugin))),
+        (false, false) if unix_client && s.upstream_tls.is_some() => {
+            Some(Watch::NoClear(NoClearOnTheLongHop::new(plugin, &s.upstream)))
+        }
+        _ => None,
+    }
 }
 
 /// Both legs as the pump takes them, each compressed as negotiated, with what was read
@@ -446,60 +497,4 @@ fn client_library(response: &HandshakeResponse41) -> Option<String> {
         Some(version) => format!("{name} {version}"),
         None => name.to_owned(),
     })
-}
-
-impl Settings<'_> {
-    /// `step`, the client's part of the connection phase, given `limit` from `since` — or,
-    /// while newcomers wait for a connection-phase slot, the contended grace. A client that
-    /// stays silent that long gets the refusal this returns.
-    async fn wait_for_client<T>(
-        &self,
-        what: &'static str,
-        since: Instant,
-        limit: Duration,
-        key: &'static str,
-        step: impl Future<Output = Result<T, RelayError>>,
-    ) -> Result<Result<T, RelayError>, Refusal> {
-        let contended = async {
-            match self.gate {
-                Some(gate) => gate.contended(since).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            done = step => Ok(done),
-            () = timers::sleep_until(since + limit) => Err(Refusal::ClientSilent { what, waited: limit, why: key }),
-            () = contended => Err(Refusal::ClientSilent {
-                what,
-                waited: since.elapsed(),
-                why: "other clients waited for its slot: limits.max_connecting",
-            }),
-        }
-    }
-
-    /// Why the login failed when the upstream's socket did, mid-login.
-    fn lost_during_login(&self, e: &std::io::Error) -> Refusal {
-        let reason = match e.kind() {
-            std::io::ErrorKind::UnexpectedEof => "end of stream".to_owned(),
-            _ => e.to_string(),
-        };
-        Refusal::LostDuringLogin { upstream: self.upstream.clone(), reason }
-    }
-
-    /// Tells the client why it is turned away (over its TLS, if it has it), then ends.
-    async fn refuse<S: AsyncWrite + Unpin>(
-        &self,
-        client: &mut S,
-        seq: u8,
-        protocol_41: bool,
-        refusal: Refusal,
-    ) -> Result<Handshake, RelayError> {
-        // Counted before the client hears it: whoever reads the count after the ERR sees it.
-        if refusal.is_upstream() {
-            self.stats.upstream_connect_errors.fetch_add(1, Ordering::Relaxed);
-        }
-        write_all(client, &refusal.packet(seq, protocol_41), Peer::Client).await?;
-        let _ = client.shutdown().await;
-        Ok(Handshake::Ended(Ending::Refused(refusal)))
-    }
 }

@@ -15,6 +15,7 @@
 //! is aborted. `error` is the one place refusals become ERR packets.
 
 mod activity;
+mod auth_key;
 mod compressed;
 mod connecting;
 mod connection;
@@ -184,6 +185,8 @@ pub(crate) struct Shared {
     pub client_tls: Option<ClientSideTls>,
     /// TLS towards the server (`upstream.tls`), unless disabled.
     pub upstream_tls: Option<UpstreamSideTls>,
+    /// The RSA key plain clients get for their password when the long hop is TLS.
+    pub auth_keys: auth_key::AuthKeys,
     /// Buffer memory across connections (`limits.buffer_budget`).
     pub buffers: Arc<BufferBudget>,
     /// Who answers statements addressed to rttscope (the SQL view), if anyone.
@@ -239,6 +242,11 @@ impl Proxy {
                 "upstream.tls.mode is disabled: logins of clients that use TLS towards rttscope cross the long hop in clear"
             );
         }
+        let auth_keys = auth_key::AuthKeys::from_config(config.listen.rsa_key.as_deref())?;
+        if upstream_tls.is_some() {
+            // Ready before the first plain client needs it.
+            auth_keys.warm_up();
+        }
         check_fd_limit(config.limits.max_connections);
         upstream::warn_fixed_buffers(&config.relay);
         let mode = config.listen.socket_mode().unwrap_or(0o660);
@@ -269,6 +277,7 @@ impl Proxy {
             inject,
             client_tls,
             upstream_tls,
+            auth_keys,
             buffers: Arc::new(BufferBudget::new(config_budget)),
             local: None,
             kills: Arc::default(),

@@ -5,34 +5,58 @@ use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
+use zeroize::Zeroizing;
 
 use crate::protocol::constants::header;
 use crate::protocol::handshake::MAX_HANDSHAKE_LEN;
 use crate::protocol::{DecodeError, Direction, PacketScanner, Peer, Session};
 use crate::record::{Tap, micros};
-use crate::relay::error::RelayError;
+use crate::relay::error::{Refusal, RelayError};
 use crate::relay::leg::Transport;
 use crate::relay::phase_io::{packet, write_all};
 use crate::relay::pump::Observers;
 use crate::relay::timers;
 
-/// Relays the auth exchange until the server's OK (true) or ERR (false). Either side may
-/// speak out of turn (caching_sha2's "fast auth done" is followed by the OK at once), so
-/// both are read at once.
+use super::stand_in::{ClientPacket, Watch};
+
+/// How the auth exchange ended.
+pub(super) enum AuthEnd {
+    /// The server's OK.
+    LoggedIn,
+    /// The server's ERR, relayed.
+    Failed,
+    /// rttscope refuses the login: the client is to be told with sequence id `seq`.
+    Refused { seq: u8, refusal: Refusal },
+}
+
+/// Relays the auth exchange until the server's OK or ERR. Either side may speak out of turn
+/// (caching_sha2's "fast auth done" is followed by the OK at once), so both are read at
+/// once. With a `watch`, a plain client's request for the server's key is answered here, or
+/// a request for a password that would cross the long hop in clear refused (see [`Watch`]).
 pub(super) async fn relay_auth(
     client: &mut Framed,
     upstream: &mut Framed,
-    delta: u8,
+    mut delta: u8,
     rtt: Duration,
+    mut watch: Option<Watch>,
     session: &mut Session,
     tap: &mut Observers,
-) -> Result<bool, RelayError> {
+) -> Result<AuthEnd, RelayError> {
     let (mut client_view, mut upstream_view) = (PacketScanner::new(), PacketScanner::new());
     // On an emulated link, the server's answer reaches the client one round trip after
     // what it answers went upstream.
     let mut sent = Instant::now();
     loop {
         while let Some((seq, payload)) = upstream.take_packet(Peer::Upstream)? {
+            match watch.as_mut() {
+                Some(Watch::StandIn(stand_in)) => stand_in.upstream_said(&payload),
+                Some(Watch::NoClear(guard)) => {
+                    if let Some(refusal) = guard.upstream_said(&payload) {
+                        return Ok(AuthEnd::Refused { seq: seq.wrapping_sub(delta), refusal });
+                    }
+                }
+                None => {}
+            }
             let packet = packet(seq.wrapping_sub(delta), &payload);
             let arrived = Instant::now();
             let due = sent + rtt;
@@ -43,7 +67,7 @@ pub(super) async fn relay_auth(
             upstream_view.scan(&packet, &mut session.upstream(tap));
             write_all(&mut client.io, &packet, Peer::Client).await?;
             if session.pending() == 0 {
-                return Ok(payload.first() == Some(&header::OK));
+                return Ok(if payload.first() == Some(&header::OK) { AuthEnd::LoggedIn } else { AuthEnd::Failed });
             }
         }
         while let Some((seq, payload)) = client.take_packet(Peer::Client)? {
@@ -51,7 +75,28 @@ pub(super) async fn relay_auth(
             let now = micros(Instant::now());
             tap.arrived(Direction::ToUpstream, now, now, packet.len());
             client_view.scan(&packet, &mut session.client(tap));
-            write_all(&mut upstream.io, &self::packet(seq.wrapping_add(delta), &payload), Peer::Upstream).await?;
+            let moved = match watch.as_mut() {
+                Some(Watch::StandIn(stand_in)) => stand_in.client_said(&payload).await,
+                _ => Ok(ClientPacket::Relay),
+            };
+            let upstream_seq = seq.wrapping_add(delta);
+            // Wiped once written: with a stand-in, it may hold the password.
+            let forward = Zeroizing::new(match moved {
+                Ok(ClientPacket::Relay) => self::packet(upstream_seq, &payload),
+                Ok(ClientPacket::Clear(password)) => self::packet(upstream_seq, &password),
+                Ok(ClientPacket::Answer(key)) => {
+                    // The client's exchange gains two packets the server never sees.
+                    let answer = self::packet(seq.wrapping_add(1), &key);
+                    let now = micros(Instant::now());
+                    tap.arrived(Direction::ToClient, now, now, answer.len());
+                    upstream_view.scan(&answer, &mut session.upstream(tap));
+                    write_all(&mut client.io, &answer, Peer::Client).await?;
+                    delta = delta.wrapping_sub(2);
+                    continue;
+                }
+                Err(refusal) => return Ok(AuthEnd::Refused { seq: seq.wrapping_add(1), refusal }),
+            });
+            write_all(&mut upstream.io, &forward, Peer::Upstream).await?;
             sent = Instant::now();
         }
         tokio::select! {

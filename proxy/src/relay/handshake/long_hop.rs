@@ -12,8 +12,12 @@ use rttscope_config::{UpstreamCompression, UpstreamTlsMode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use zeroize::Zeroizing;
+
+use super::stand_in::{ClientPacket, StandIn};
 use super::{Answered, Ending, Handshake, Settings, Step, send};
 use crate::protocol::Peer;
+use crate::protocol::auth::{SHA256_PASSWORD, auth_response, with_auth_response};
 use crate::protocol::compress::Algorithm;
 use crate::protocol::constants::capability::*;
 use crate::protocol::constants::header;
@@ -21,6 +25,7 @@ use crate::protocol::handshake::HandshakeResponse41;
 use crate::protocol::packets::ErrPacket;
 use crate::relay::error::{Refusal, RelayError};
 use crate::relay::leg::{Transport, UpstreamSocket};
+use crate::relay::phase_io::{read_packet, within};
 use crate::relay::timers;
 use crate::relay::tls::{TlsInfo, UpstreamSideTls};
 
@@ -29,8 +34,10 @@ pub(super) struct LongHopPlan<'a> {
     tls: Option<&'a UpstreamSideTls>,
     pub(super) client_algorithm: Option<Algorithm>,
     pub(super) upstream_algorithm: Option<Algorithm>,
-    /// The client's response as the server gets it (capabilities, compression level).
-    upstream_payload: Vec<u8>,
+    /// The client's response as the server gets it (capabilities, compression level); wiped
+    /// when the plan is dropped, after the login, as it may hold a password (see
+    /// [`answer_key_request_first`]).
+    upstream_payload: Zeroizing<Vec<u8>>,
 }
 
 /// The long hop, open, the client's response sent on it.
@@ -150,7 +157,50 @@ pub(super) async fn plan<'a>(a: &mut Answered, s: &Settings<'a>) -> Result<Step<
     let mut upstream_payload = a.payload.clone();
     // On a copy: the session and the observers keep the response as the client sent it.
     a.response.clone().rewrite(&mut upstream_payload, upstream_caps, level);
+    let upstream_payload = Zeroizing::new(upstream_payload);
     Ok(Continue(LongHopPlan { tls, client_algorithm, upstream_algorithm, upstream_payload }))
+}
+
+/// A plain client whose first packet already asks sha256_password for the server's key (its
+/// auth response is the request, 0x01: the server's default plugin is sha256_password), over a
+/// TLS long hop: rttscope gives it its own key before the response goes upstream, and the
+/// response carries the decrypted password instead, as a client on a secure connection sends
+/// it. The client's sequence ids then run two ahead.
+pub(super) async fn answer_key_request_first(
+    a: &mut Answered,
+    plan: &mut LongHopPlan<'_>,
+    s: &Settings<'_>,
+) -> Result<Step<()>, RelayError> {
+    let asks = plan.tls.is_some()
+        && a.client_tls.is_none()
+        && a.response.auth_plugin.as_deref() == Some(SHA256_PASSWORD)
+        && auth_response(&a.payload) == Some(&[1][..]);
+    if !asks {
+        return Ok(Continue(()));
+    }
+    let mut stand_in = StandIn::new(s.auth_keys.clone(), &a.greeting_payload, Some(SHA256_PASSWORD));
+    let answer = match stand_in.give_key().await {
+        Ok(answer) => answer,
+        Err(refusal) => return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break),
+    };
+    send(&mut a.client, a.seq.wrapping_add(1), &answer, Peer::Client).await?;
+    let read = read_packet(&mut a.client, Peer::Client);
+    let (seq, ciphertext) =
+        within(s.timeout, "the client's encrypted password", "limits.handshake_timeout", read).await?;
+    let refusal = match stand_in.client_said(&ciphertext).await {
+        Ok(ClientPacket::Clear(password)) => match with_auth_response(&plan.upstream_payload, &password) {
+            Some(payload) => {
+                plan.upstream_payload = Zeroizing::new(payload);
+                a.seq = seq;
+                a.stand_in = Some(stand_in);
+                return Ok(Continue(()));
+            }
+            None => Refusal::PasswordNotDecrypted,
+        },
+        Ok(_) => Refusal::PasswordNotDecrypted,
+        Err(refusal) => refusal,
+    };
+    s.refuse(&mut a.client, seq.wrapping_add(1), true, refusal).await.map(Break)
 }
 
 /// The TLS to use towards a server with `server_caps`, or why the login cannot go on.

@@ -1,0 +1,328 @@
+//! Logins through rttscope in front of a MySQL-8-style server (mysql-mimic with
+//! caching_sha2_password and sha256_password written from MySQL's documentation; see
+//! `integration-tests/python/mysql8_server.py`), on every combination of TLS legs, with full
+//! and fast authentication, by real clients: PyMySQL, mysqlclient and the `mariadb` CLI
+//! (libmariadb), Node's mysql2 and mysql_async. The server's own log says which path each login took and over which leg.
+//!
+//! The cell that failed before rttscope stood in for the server's key: a client without TLS
+//! (the sidecar set-up) in front of a TLS server, after the server's cache was emptied — the
+//! client's request for the public key went over TLS, where the server read it as a password.
+
+use std::net::SocketAddr;
+
+use anyhow::Result;
+use rttscope_config::{Config, ListenAddr, ListenTlsMode};
+use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256};
+use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
+
+/// The three accounts, each with its plugin.
+const ACCOUNTS: [&str; 3] = [SHA2, SHA256, NATIVE];
+
+fn user(account: &str) -> &str {
+    account.split(':').next().unwrap_or(account)
+}
+
+fn plugin(account: &str) -> &'static str {
+    match user(account) {
+        "u_sha2" => "caching_sha2_password",
+        "u_sha256" => "sha256_password",
+        _ => "mysql_native_password",
+    }
+}
+
+/// A server of `mode` and rttscope in front of it with the default config (TLS on the
+/// long hop whenever the server offers it).
+fn server_and_proxy(mode: Mode) -> Option<(Mysql8Server, TestProxy)> {
+    server_and_proxy_with(mode, |_| {})
+}
+
+/// [`server_and_proxy`], the proxy's config changed by `tweak`.
+fn server_and_proxy_with(mode: Mode, tweak: impl FnOnce(&mut Config)) -> Option<(Mysql8Server, TestProxy)> {
+    match Mysql8Server::start(mode) {
+        Ok(server) => {
+            let proxy = proxy_to(server.addr(), tweak);
+            Some((server, proxy))
+        }
+        Err(e) => {
+            rttscope_integration_tests::skip(format!("no MySQL-8-style server: {e:#}"));
+            None
+        }
+    }
+}
+
+/// What the login script prints when every login of `accounts` succeeds over `server_leg`.
+fn logged_in(accounts: &[&str], server_leg: &str) -> Vec<String> {
+    let lines = accounts.iter().flat_map(|a| [1, 2].map(|n| format!("{} {n}: {} {server_leg}", user(a), user(a))));
+    lines.collect()
+}
+
+/// What the server logs for those logins: full authentication first (its cache was just
+/// emptied), then fast for caching_sha2_password; full every time for the others.
+fn server_saw(accounts: &[&str], server_leg: &str) -> Vec<String> {
+    let line = |a: &str, path: &str| format!("{} {} {path} {server_leg} ok", user(a), plugin(a));
+    let second = |a: &str| if plugin(a) == "caching_sha2_password" { "fast" } else { "full" };
+    accounts.iter().flat_map(|a| [line(a, "full"), line(a, second(a))]).collect()
+}
+
+/// `driver` logs in as each account through `proxy` over a `client_leg`, and the server
+/// saw each login over `server_leg`, taking the path it should.
+fn assert_cell(
+    driver: &str,
+    server: &Mysql8Server,
+    proxy: SocketAddr,
+    client_leg: &str,
+    server_leg: &str,
+) -> Result<()> {
+    server.take_log();
+    let lines = server.logins(driver, proxy, client_leg, &ACCOUNTS)?;
+    let cell = format!("{driver}, client {client_leg}, long hop {server_leg}");
+    assert_eq!(lines, logged_in(&ACCOUNTS, server_leg), "{cell}: the client's logins");
+    assert_eq!(server.take_log(), server_saw(&ACCOUNTS, server_leg), "{cell}: the server's view");
+    Ok(())
+}
+
+/// Plain client → TLS long hop (rttscope's key stands in for the server's), TLS → TLS,
+/// plain → plain: every plugin logs in, full and fast, with PyMySQL, mysqlclient, the
+/// `mariadb` CLI and Node's mysql2.
+#[test]
+fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
+    let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    let Some((plain_server, plain_hop)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
+    else {
+        return Ok(());
+    };
+    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2"] {
+        assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
+        assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
+        assert_cell(driver, &plain_server, plain_hop.addr(), "plain", "plain")?;
+        // Directly, as a check on the server itself: the same answers.
+        assert_cell(driver, &tls_server, tls_server.addr(), "plain", "plain")?;
+    }
+    Ok(())
+}
+
+/// A server whose default plugin is sha256_password: a plain client puts its key request in
+/// its first packet, which rttscope answers before that packet goes upstream over TLS (with
+/// the password in it instead). caching_sha2_password and native accounts are switched to.
+#[test]
+fn a_sha256_password_default_plugin_logs_in_from_a_plain_client_over_tls() -> Result<()> {
+    let mode = Mode { tls: true, mysql9: false, sha256_default: true };
+    let Some((server, proxy)) = server_and_proxy(mode) else { return Ok(()) };
+    assert_cell("pymysql", &server, proxy.addr(), "plain", "tls")?;
+    assert_cell("pymysql", &server, proxy.addr(), "tls", "tls")?;
+    Ok(())
+}
+
+/// A TLS client in front of a server without TLS is refused before any password is sent,
+/// never its login in clear on the long hop: rttscope offers it no TLS (the client refuses
+/// itself), or, when `listen.tls.mode: required` made it offer TLS, answers with an ERR that
+/// says why.
+#[test]
+fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
+    let Some((server, offers_none)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
+    else {
+        return Ok(());
+    };
+    let requires_tls = proxy_to(server.addr(), |c| c.listen.tls.mode = ListenTlsMode::Required);
+    for (proxy, refusal) in [
+        (&offers_none, "error 2026 SSL is required but the server doesn't support it"),
+        (&requires_tls, "error 3159 rttscope: the client connected with TLS but upstream"),
+    ] {
+        server.take_log();
+        let lines = server.logins("pymysql", proxy.addr(), "tls", &[SHA2])?;
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        for line in &lines {
+            assert!(
+                line.starts_with(&format!("u_sha2 1: {refusal}")) || line.starts_with(&format!("u_sha2 2: {refusal}")),
+                "{line}"
+            );
+        }
+        assert_eq!(server.take_log(), Vec::<String>::new(), "the server saw no login");
+    }
+    Ok(())
+}
+
+/// MySQL 9: no mysql_native_password. caching_sha2_password and sha256_password log in on
+/// both legs a plain client can have; the native account does not exist.
+#[test]
+fn mysql9_mode_without_mysql_native_password() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: true, sha256_default: false }) else {
+        return Ok(());
+    };
+    for leg in ["plain", "tls"] {
+        server.take_log();
+        let lines = server.logins("pymysql", proxy.addr(), leg, &[SHA2, SHA256, NATIVE])?;
+        assert_eq!(lines[..4], logged_in(&[SHA2, SHA256], "tls")[..], "client {leg}");
+        assert_eq!(
+            lines[4..],
+            [
+                "u_native 1: error 3162 User u_native does not exist",
+                "u_native 2: error 3162 User u_native does not exist"
+            ],
+            "client {leg}"
+        );
+        assert_eq!(server.take_log(), server_saw(&[SHA2, SHA256], "tls"), "client {leg}");
+    }
+    Ok(())
+}
+
+/// A mysql_async connection to `addr` as `account`, with TLS (not verified: the server's
+/// certificate is self-signed) or without.
+async fn mysql_async_conn(addr: SocketAddr, account: &str, tls: bool) -> Result<mysql_async::Conn> {
+    let (name, password) = account.split_once(':').unwrap_or_default();
+    let tls = tls.then(|| mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true));
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(addr.ip().to_string())
+        .tcp_port(addr.port())
+        .user(Some(name))
+        .pass(Some(password))
+        .prefer_socket(false)
+        .ssl_opts(tls);
+    Ok(mysql_async::Conn::new(opts).await?)
+}
+
+async fn current_user(conn: &mut mysql_async::Conn) -> Result<Option<String>> {
+    use mysql_async::prelude::Queryable;
+    Ok(conn.query_first("SELECT CURRENT_USER()").await?)
+}
+
+/// mysql_async (its own caching_sha2_password, rustls): full then fast authentication on a
+/// plain client leg and on a TLS one, both over the TLS long hop.
+#[tokio::test]
+async fn mysql_async_logs_in_full_and_fast_over_the_tls_long_hop() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    for client_tls in [false, true] {
+        server.flush()?;
+        server.take_log();
+        for _ in 0..2 {
+            let mut conn = mysql_async_conn(proxy.addr(), SHA2, client_tls).await?;
+            assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"), "client TLS {client_tls}");
+            conn.disconnect().await?;
+        }
+        assert_eq!(server.take_log(), server_saw(&[SHA2], "tls"), "client TLS {client_tls}");
+    }
+    Ok(())
+}
+
+/// COM_CHANGE_USER to a caching_sha2_password account by mysql_async over the TLS long hop:
+/// full then fast with TLS on both legs; fast, the account cached, from a plain client.
+#[tokio::test]
+async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    let (name, password) = SHA2.split_once(':').unwrap_or_default();
+    let change =
+        || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
+    let line = |path: &str| format!("u_sha2 caching_sha2_password {path} tls ok");
+    server.flush()?;
+    let mut conn = mysql_async_conn(proxy.addr(), SHA2, true).await?;
+    // As after a restart: the change takes full authentication, the next one fast.
+    server.flush()?;
+    for _ in 0..2 {
+        conn.change_user(change()).await?;
+        assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
+    }
+    assert_eq!(server.take_log(), [line("full"), line("full"), line("fast")], "TLS client");
+    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
+    conn.change_user(change()).await?;
+    assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
+    assert_eq!(server.take_log(), [line("fast"), line("fast")], "plain client");
+    Ok(())
+}
+
+/// Reads one packet: its sequence id and payload.
+fn read_packet(stream: &mut std::net::TcpStream) -> Result<(u8, Vec<u8>)> {
+    use std::io::Read;
+    let mut head = [0u8; 4];
+    stream.read_exact(&mut head)?;
+    let mut payload = vec![0; usize::from(head[0]) | usize::from(head[1]) << 8 | usize::from(head[2]) << 16];
+    stream.read_exact(&mut payload)?;
+    Ok((head[3], payload))
+}
+
+fn write_packet(stream: &mut std::net::TcpStream, seq: u8, payload: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let len = payload.len().to_le_bytes();
+    stream.write_all(&[len[0], len[1], len[2], seq])?;
+    Ok(stream.write_all(payload)?)
+}
+
+/// A plain client that asks for the key and then sends bytes that are no ciphertext of it
+/// gets ERR 1045 saying so, on that connection alone: the next client logs in.
+#[test]
+fn a_password_rttscope_cannot_decrypt_ends_that_login_with_1045() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    server.flush()?;
+    let mut client = std::net::TcpStream::connect(proxy.addr())?;
+    client.set_read_timeout(Some(std::time::Duration::from_secs(10)))?;
+    read_packet(&mut client)?;
+    // HandshakeResponse41: PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | LONG_PASSWORD, a
+    // 32-byte scramble that cannot match, caching_sha2_password.
+    let caps: u32 = 0x0200 | 0x8000 | 0x0008_0000 | 0x0001;
+    let mut response = caps.to_le_bytes().to_vec();
+    response.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    response.push(45);
+    response.extend_from_slice(&[0; 23]);
+    response.extend_from_slice(b"u_sha2\0");
+    response.push(32);
+    response.extend_from_slice(&[7; 32]);
+    response.extend_from_slice(b"caching_sha2_password\0");
+    write_packet(&mut client, 1, &response)?;
+    assert_eq!(read_packet(&mut client)?, (2, vec![1, 4]), "perform full authentication");
+    write_packet(&mut client, 3, &[2])?;
+    let (seq, key) = read_packet(&mut client)?;
+    assert_eq!(seq, 4);
+    assert!(key.starts_with(b"\x01-----BEGIN PUBLIC KEY-----"), "{}", String::from_utf8_lossy(&key));
+    write_packet(&mut client, 5, &[0x5a; 256])?;
+    let (seq, err) = read_packet(&mut client)?;
+    assert_eq!((seq, &err[..3]), (6, &[0xff, 0x15, 0x04][..]), "ERR 1045");
+    let message = String::from_utf8_lossy(&err[9..]).into_owned();
+    assert!(message.contains("could not be decrypted"), "{message}");
+    assert_eq!(server.take_log(), Vec::<String>::new(), "nothing reached the server as a password");
+    let lines = server.logins("pymysql", proxy.addr(), "plain", &[SHA2])?;
+    assert_eq!(lines, logged_in(&[SHA2], "tls"));
+    Ok(())
+}
+
+/// A client on a Unix socket treats it as secure and sends its password in clear when the
+/// server wants it in full: over a plain long hop rttscope refuses at that point, with an ERR
+/// saying why, and the server never sees the password. With the account cached, fast
+/// authentication (no password sent) logs in as before.
+#[tokio::test]
+async fn a_unix_socket_client_is_refused_where_its_password_would_cross_a_plain_long_hop() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let socket = dir.path().join("rttscope.sock");
+    let Some((server, proxy)) = server_and_proxy_with(Mode { tls: false, mysql9: false, sha256_default: false }, |c| {
+        c.listen.address.push(ListenAddr::Unix(socket.clone()))
+    }) else {
+        return Ok(());
+    };
+    server.take_log();
+    let lines = server.logins_via_socket(&socket, &[SHA2])?;
+    let refused =
+        "error 3159 rttscope: the server wants the password in full, which a client on a Unix socket sends in clear";
+    for (n, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("u_sha2 {}: {refused}", n + 1)), "{line}");
+    }
+    assert_eq!(lines.len(), 2);
+    assert_eq!(server.take_log(), Vec::<String>::new(), "the server saw no password");
+    // Cached by a TCP client's full authentication (the server's own key), then fast.
+    assert_eq!(server.logins("pymysql", proxy.addr(), "plain", &[SHA2])?, logged_in(&[SHA2], "plain"));
+    let (name, password) = SHA2.split_once(':').unwrap_or_default();
+    let opts = mysql_async::OptsBuilder::default()
+        .socket(Some(socket.display().to_string()))
+        .user(Some(name))
+        .pass(Some(password));
+    let mut conn = mysql_async::Conn::new(opts).await?;
+    assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 plain"));
+    let lines = server.take_log();
+    assert_eq!(lines.last().map(String::as_str), Some("u_sha2 caching_sha2_password fast plain ok"), "{lines:?}");
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! rttscope standing in for the server's RSA key, for a plain client over a TLS long hop.
+//!
+//! Told to send its password in full, a client on a plain leg asks for the server's
+//! public key (caching_sha2_password's 0x02, sha256_password's 0x01) to encrypt it. Relayed
+//! over TLS, the server would read that byte as a wrong password, so rttscope answers with
+//! its own key instead, decrypts the password the client sends, and sends it on in clear —
+//! over TLS, as the server expects from a client on a secure connection. The password lives
+//! only in a buffer that is wiped as soon as it has been written.
+
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
+
+use crate::protocol::auth::{
+    CACHING_SHA2_PASSWORD, PERFORM_FULL_AUTHENTICATION, SHA256_PASSWORD, auth_switch, greeting_scramble,
+    is_key_request, public_key_packet, xor_scramble,
+};
+use crate::protocol::constants::header::AUTH_MORE_DATA;
+use crate::relay::auth_key::{AuthKey, AuthKeys};
+use crate::relay::error::Refusal;
+
+/// What rttscope does in the auth exchange besides relaying it, as the legs require.
+pub(super) enum Watch {
+    /// A plain client over a TLS long hop: answer its key request.
+    StandIn(StandIn),
+    /// A Unix-socket client over a plain long hop: refuse where its password would go in clear.
+    NoClear(NoClearOnTheLongHop),
+}
+
+/// What became of a client's auth packet.
+pub(super) enum ClientPacket {
+    /// Relay it as it is.
+    Relay,
+    /// Answer the client with this (rttscope's key) and send nothing upstream.
+    Answer(Vec<u8>),
+    /// Send this (the NUL-terminated password) upstream in its place.
+    Clear(Zeroizing<Vec<u8>>),
+}
+
+/// The exchange as far as the stand-in follows it.
+pub(super) struct StandIn {
+    keys: AuthKeys,
+    /// The plugin in use: the client's first, then the one an auth switch names.
+    plugin: String,
+    /// The scramble that plugin was given, which the client XORs its password with.
+    scramble: Vec<u8>,
+    /// The key the client was given in this login. A client keeps it for the connection: told
+    /// later to send the password in full (after an auth switch), it encrypts with it at once.
+    gave: Option<Arc<AuthKey>>,
+    /// The client's next packet is its password, encrypted with that key.
+    password_next: bool,
+}
+
+impl StandIn {
+    /// For a login whose greeting was `greeting` (the payload) and whose client answered
+    /// with `plugin`.
+    pub(super) fn new(keys: AuthKeys, greeting: &[u8], plugin: Option<&str>) -> StandIn {
+        StandIn {
+            keys,
+            plugin: plugin.unwrap_or_default().to_owned(),
+            scramble: greeting_scramble(greeting).unwrap_or_default(),
+            gave: None,
+            password_next: false,
+        }
+    }
+
+    /// Follows the server's packet: an auth switch brings a plugin and a scramble; a request
+    /// for the password in full, to a client that holds rttscope's key, brings it encrypted.
+    pub(super) fn upstream_said(&mut self, payload: &[u8]) {
+        let switched = auth_switch(payload);
+        if let Some((plugin, scramble)) = switched {
+            self.plugin = plugin.to_owned();
+            self.scramble = scramble.to_vec();
+        }
+        let full = match self.plugin.as_str() {
+            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
+            SHA256_PASSWORD => switched.is_some(),
+            _ => false,
+        };
+        self.password_next = full && self.gave.is_some();
+    }
+
+    /// What to do with the client's packet `payload`.
+    pub(super) async fn client_said(&mut self, payload: &[u8]) -> Result<ClientPacket, Refusal> {
+        if is_key_request(&self.plugin, payload) {
+            return self.give_key().await.map(ClientPacket::Answer);
+        }
+        let key = match (&self.gave, std::mem::take(&mut self.password_next)) {
+            (Some(key), true) => key,
+            _ => return Ok(ClientPacket::Relay),
+        };
+        let Some(mut password) = key.decrypt(payload) else {
+            return Err(Refusal::PasswordNotDecrypted);
+        };
+        xor_scramble(&mut password, &self.scramble);
+        Ok(ClientPacket::Clear(password))
+    }
+
+    /// The packet that gives the client rttscope's key; its next packet is the password.
+    pub(super) async fn give_key(&mut self) -> Result<Vec<u8>, Refusal> {
+        let key = self.keys.get().await.map_err(Refusal::NoRsaKey)?;
+        let answer = public_key_packet(key.public_pem());
+        self.gave = Some(key);
+        self.password_next = true;
+        Ok(answer)
+    }
+}
+
+/// For a client on a Unix socket (which it treats as secure) over a plain long hop: a server
+/// that wants the password in full would get it in clear across the long hop, so the login
+/// is refused at that point instead, before the client sends anything.
+pub(super) struct NoClearOnTheLongHop {
+    plugin: String,
+    upstream: String,
+}
+
+impl NoClearOnTheLongHop {
+    pub(super) fn new(plugin: Option<&str>, upstream: &str) -> NoClearOnTheLongHop {
+        NoClearOnTheLongHop { plugin: plugin.unwrap_or_default().to_owned(), upstream: upstream.to_owned() }
+    }
+
+    /// The refusal, if the server's packet asks for the password in full: caching_sha2's
+    /// "perform full authentication", or a switch to sha256_password.
+    pub(super) fn upstream_said(&mut self, payload: &[u8]) -> Option<Refusal> {
+        if let Some((plugin, _)) = auth_switch(payload) {
+            self.plugin = plugin.to_owned();
+        }
+        let full = match self.plugin.as_str() {
+            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
+            SHA256_PASSWORD => auth_switch(payload).is_some(),
+            _ => false,
+        };
+        full.then(|| Refusal::PasswordInClear { upstream: self.upstream.clone() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rsa::pkcs8::DecodePublicKey;
+    use rsa::{Oaep, RsaPublicKey};
+
+    use super::*;
+
+    /// A greeting whose scramble is "ABCDEFGH" + "IJKLMNOPQRST" (see protocol::auth's tests).
+    fn greeting() -> Vec<u8> {
+        let mut p = vec![10];
+        p.extend_from_slice(b"8.4.0\0");
+        p.extend_from_slice(&[8, 0, 0, 0]);
+        p.extend_from_slice(b"ABCDEFGH\0");
+        p.extend_from_slice(&[0xff, 0xff, 0xff, 2, 0, 0xff, 0xdf, 21]);
+        p.extend_from_slice(&[0; 10]);
+        p.extend_from_slice(b"IJKLMNOPQRST\0caching_sha2_password\0");
+        p
+    }
+
+    /// What a client does with the key it was given: password + NUL, XOR the scramble, RSA-OAEP.
+    fn encrypt(answer: &[u8], password: &[u8], scramble: &[u8]) -> Vec<u8> {
+        let pem = std::str::from_utf8(answer.strip_prefix(&[1]).expect("AuthMoreData")).unwrap();
+        let public = RsaPublicKey::from_public_key_pem(pem).unwrap();
+        let mut plain = [password, b"\0"].concat();
+        xor_scramble(&mut plain, scramble);
+        public.encrypt(&mut rsa::rand_core::OsRng, Oaep::new::<sha1::Sha1>(), &plain).unwrap()
+    }
+
+    async fn key_for(stand_in: &mut StandIn, request: &[u8]) -> Vec<u8> {
+        match stand_in.client_said(request).await {
+            Ok(ClientPacket::Answer(key)) => key,
+            _ => panic!("the key request was not answered"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_caching_sha2_key_request_gets_a_key_and_the_password_comes_out_in_clear() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("caching_sha2_password"));
+        // The scramble and "perform full authentication" are relayed.
+        assert!(matches!(stand_in.client_said(&[7; 32]).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(&[1, 4]);
+        let key = key_for(&mut stand_in, &[2]).await;
+        let ciphertext = encrypt(&key, b"a password longer than twenty bytes", b"ABCDEFGHIJKLMNOPQRST");
+        match stand_in.client_said(&ciphertext).await {
+            Ok(ClientPacket::Clear(password)) => {
+                assert_eq!(password.as_slice(), b"a password longer than twenty bytes\0")
+            }
+            _ => panic!("the password was not decrypted"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_auth_switch_to_sha256_brings_its_scramble_and_garbage_is_refused() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("caching_sha2_password"));
+        stand_in.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0");
+        let key = key_for(&mut stand_in, &[1]).await;
+        let ciphertext = encrypt(&key, b"pw", b"abcdefghijklmnopqrst");
+        assert!(
+            matches!(stand_in.client_said(&ciphertext).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0")
+        );
+        key_for(&mut stand_in, &[1]).await;
+        assert!(matches!(stand_in.client_said(b"not a ciphertext").await, Err(Refusal::PasswordNotDecrypted)));
+    }
+
+    #[test]
+    fn a_unix_client_is_refused_where_its_password_would_cross_a_plain_long_hop() {
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        assert!(guard.upstream_said(&[1, 3]).is_none(), "fast authentication");
+        assert!(matches!(guard.upstream_said(&[1, 4]), Some(Refusal::PasswordInClear { .. })));
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        assert!(guard.upstream_said(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0").is_none());
+        assert!(guard.upstream_said(&[1, 4]).is_none(), "not caching_sha2 any more");
+        assert!(guard.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_holds_the_key_sends_its_password_after_a_switch_without_asking() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("sha256_password"));
+        let key = key_for(&mut stand_in, &[1]).await;
+        let first = encrypt(&key, b"pw", b"ABCDEFGHIJKLMNOPQRST");
+        assert!(matches!(stand_in.client_said(&first).await, Ok(ClientPacket::Clear(_))));
+        stand_in.upstream_said(b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0");
+        assert!(matches!(stand_in.client_said(&[9; 32]).await, Ok(ClientPacket::Relay)), "the scramble");
+        stand_in.upstream_said(&[1, 4]);
+        let again = encrypt(&key, b"pw", b"abcdefghijklmnopqrst");
+        assert!(matches!(stand_in.client_said(&again).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0"));
+    }
+
+    #[tokio::test]
+    async fn other_plugins_and_other_bytes_are_relayed() {
+        let mut stand_in = StandIn::new(AuthKeys::default(), &greeting(), Some("mysql_native_password"));
+        assert!(matches!(stand_in.client_said(&[2]).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0");
+        assert!(matches!(stand_in.client_said(&[1]).await, Ok(ClientPacket::Relay)));
+        assert!(matches!(stand_in.client_said(b"secret\0").await, Ok(ClientPacket::Relay)));
+    }
+}
