@@ -35,10 +35,12 @@ fn each_cause_is_scaled_to_its_round_trip() {
     assert_eq!((loss(5), loss(20), loss(80)), (0.01, 0.005, 0.003));
     assert_eq!(setup(Cause::LinkRate, 20).bandwidth_bps, confusion::CAPPED_BPS);
     assert!(setup(Cause::SlowClient, 20).slow_reader);
-    // 10 MiB is 839 ms of the line: 1.5 × that in 100 ms sleeps at 20 ms.
+    assert_eq!(setup(Cause::SlowClient, 20).client_sysctls[0].1, "4096 16384 65536");
+    // 10 MiB in six chunks of 1.7 MB: 139 ms at the line, 7 round trips of slow start; the
+    // sleep five round trips beyond twice that.
     assert_eq!(
         setup(Cause::SlowServer, 20).sql,
-        "SELECT REPEAT('x', 1000), IF(seq % 807 = 0, SLEEP(0.100), 0) FROM seq_1_to_10486"
+        "SELECT REPEAT('x', 1000), IF(seq % 1747 = 0, SLEEP(0.658), 0) FROM seq_1_to_10486"
     );
     assert_eq!(confusion::rows_for(1), 1_049);
 }
@@ -73,7 +75,7 @@ fn precision_recall_and_unknown_count_misses_as_misses() {
     assert!((c.unknown_rate() - 0.2).abs() < 1e-9);
     let summary = table::summary(&c);
     eprintln!("{summary}");
-    assert!(summary.contains("| loss | 0 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 50 % |"), "{summary}");
+    assert!(summary.contains("| loss | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 50 % |"), "{summary}");
     assert!(summary.contains("| rate | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 0 % |"), "{summary}");
     assert!(summary.contains("5 cells; unknown (no verdict) 20.0 %."), "{summary}");
     let cells = table::cells(&results);

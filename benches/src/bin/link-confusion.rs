@@ -54,15 +54,22 @@ fn main() -> ExitCode {
     let total = cells.len() * args.repeat as usize;
     let mut results = Vec::new();
     for round in 0..args.repeat {
-        for cell in &cells {
-            eprintln!("==> cell {}/{total}: {} (run {})", results.len() + 1, cell.key(), round + 1);
-            let result = run::run_cell(*cell, timeout);
-            let said = result.verdict.as_ref().map_or_else(
-                || format!("no verdict: {}", result.error.clone().unwrap_or_default()),
-                |v| format!("{} — {}", rttscope_benches::matrix::limit(v), v["summary"]),
+        for group in confusion::groups(&cells) {
+            let (cause, rtt_ms, sizes) = group;
+            eprintln!(
+                "==> {}/{rtt_ms}ms: sizes {sizes:?} MiB (run {}; {} of {total} cells done)",
+                cause.key(),
+                round + 1,
+                results.len()
             );
-            eprintln!("==> {}: {said}", cell.key());
-            results.push(result);
+            for result in run::run_group(cause, rtt_ms, &sizes, timeout) {
+                let said = result.verdict.as_ref().map_or_else(
+                    || format!("no verdict: {}", result.error.clone().unwrap_or_default()),
+                    |v| format!("{} — {}", rttscope_benches::matrix::limit(v), v["summary"]),
+                );
+                eprintln!("==> {}: {said}", result.cell.key());
+                results.push(result);
+            }
         }
     }
     let confusion = table::Confusion::of(&results);

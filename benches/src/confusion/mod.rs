@@ -11,8 +11,9 @@
 //! RTT to hold the sender to about a quarter of the 100 Mbit/s line at every RTT (a fixed
 //! 16 KiB at 80 ms would carry 200 KB/s); the loss rate falls as the RTT grows, keeping the
 //! Mathis bound of a Reno sender between 3 and 28 Mbit/s (1 % at 5 ms would take 40 MiB over
-//! 80 ms about six minutes); the server sleeps five round trips (at least 50 ms) as often as it
-//! takes to pause about 1.5 × the time the line needs for the result.
+//! 80 ms about six minutes); the server sends its result in six chunks and sleeps after each
+//! longer than the chunk takes to send ([`slow_server_sql`]); the slow reader's side may buffer
+//! 64 KiB in rttscope's socket to it (`tcp_wmem` in the client's namespace).
 //!
 //! - [`run`]: one cell, start to end;
 //! - [`table`]: the confusion matrix, precision and recall per class, the Markdown.
@@ -44,9 +45,9 @@ pub enum Cause {
     RandomLoss,
     /// The line itself capped at 30 Mbit/s, nothing else wrong.
     LinkRate,
-    /// The server sleeps between rows: `IF(seq % k = 0, SLEEP(s), 0)`.
+    /// The server sleeps between chunks of rows: `IF(seq % k = 0, SLEEP(s), 0)`.
     SlowServer,
-    /// The application reads the result at 5 MB/s.
+    /// The application reads the result at 5 MB/s, rttscope's socket to it buffering 64 KiB.
     SlowClient,
 }
 
@@ -109,7 +110,14 @@ impl Cause {
             Cause::RandomLoss => setup.down.loss = Chance::rate(loss_rate(rtt_ms)),
             Cause::LinkRate => setup.bandwidth_bps = CAPPED_BPS,
             Cause::SlowServer => setup.sql = slow_server_sql(rtt_ms, rows),
-            Cause::SlowClient => setup.slow_reader = true,
+            // rttscope's socket to its client may buffer 64 KiB: without a clamp the loopback
+            // sockets take in several MB, and a result that fits in them leaves the server at
+            // the path's pace whatever the reader does later (a finding rttscope cannot make
+            // from the server's side; see docs/benchmarks.md).
+            Cause::SlowClient => {
+                setup.slow_reader = true;
+                setup.client_sysctls.push(("net.ipv4.tcp_wmem".into(), "4096 16384 65536".into()));
+            }
         }
         setup
     }
@@ -150,13 +158,20 @@ pub fn loss_rate(rtt_ms: u64) -> f64 {
     }
 }
 
-/// A result of `rows` rows whose server sleeps five round trips (at least 50 ms) every so
-/// many rows: as many sleeps as make about 1.5 × the time the line needs for the result.
+/// Chunks a slow server's result comes in, a sleep after each.
+const SLOW_SERVER_CHUNKS: u64 = 6;
+
+/// A result of `rows` rows that the server sends in [`SLOW_SERVER_CHUNKS`] chunks, sleeping
+/// after each five round trips (at least 50 ms) plus twice what the chunk takes to send (its
+/// time at the line's rate and a slow start's round trips from ten segments: the connection
+/// idled past its RTO, so the window starts again). A sleep shorter than that is no pause on
+/// the wire: the server's socket buffer holds the chunk, and sends it while the query sleeps.
 pub fn slow_server_sql(rtt_ms: u64, rows: u64) -> String {
-    let sleep_ms = (5 * rtt_ms).max(50);
-    let line_ms = rows * ROW_BYTES * 8 * 1_000 / LINE_BPS;
-    let sleeps = (line_ms * 3 / 2).div_ceil(sleep_ms).max(2);
-    let every = (rows / sleeps).max(1);
+    let every = (rows / SLOW_SERVER_CHUNKS).max(1);
+    let chunk_bytes = every * ROW_BYTES;
+    let slow_start_rtts = (chunk_bytes as f64 / 14_480.0).log2().ceil().max(1.0) as u64;
+    let send_ms = chunk_bytes * 8 * 1_000 / LINE_BPS + rtt_ms * slow_start_rtts;
+    let sleep_ms = (5 * rtt_ms).max(50) + 2 * send_ms;
     format!(
         "SELECT REPEAT('x', 1000), IF(seq % {every} = 0, SLEEP({:.3}), 0) FROM seq_1_to_{rows}",
         sleep_ms as f64 / 1e3
@@ -197,6 +212,18 @@ pub fn cells() -> Vec<Cell> {
         }
     }
     cells
+}
+
+/// `cells` gathered by cause and RTT, in order, with their sizes: what one rig runs.
+pub fn groups(cells: &[Cell]) -> Vec<(Cause, u64, Vec<u64>)> {
+    let mut groups: Vec<(Cause, u64, Vec<u64>)> = Vec::new();
+    for cell in cells {
+        match groups.last_mut() {
+            Some((cause, rtt, sizes)) if *cause == cell.cause && *rtt == cell.rtt_ms => sizes.push(cell.mib),
+            _ => groups.push((cell.cause, cell.rtt_ms, vec![cell.mib])),
+        }
+    }
+    groups
 }
 
 /// The cells whose key contains every `/`-separated part of one of `only`'s comma-separated
