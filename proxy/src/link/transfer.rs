@@ -171,6 +171,12 @@ impl TransferTracker {
         rto > 0 && [1, 2, 4, 8].iter().any(|k| (k * rto * 8 / 10..=k * rto * 13 / 10 + 2 * rtt).contains(&gap_us))
     }
 
+    /// The longest a hole takes to fill: a retransmission timeout and the round trips around
+    /// it. Unbounded until the socket has told its RTO.
+    fn recovery_cap_us(&self) -> u64 {
+        if self.rto_us == 0 { u64::MAX } else { u64::from(self.rto_us) + 2 * u64::from(self.rtt_us) }
+    }
+
     /// Gaps longer than this are the server pausing, not a window.
     fn pause_threshold_us(&self) -> u64 {
         (3 * u64::from(self.rtt_us)).max(10_000)
@@ -282,6 +288,7 @@ impl TransferTracker {
         if s.base_rtt_us() > 0 {
             self.min_rtt_us = s.base_rtt_us();
         }
+        let recovery_cap = self.recovery_cap_us();
         if let Some(t) = self.current.as_mut() {
             t.samples += 1;
             if s.rtt_us > 0 {
@@ -306,16 +313,27 @@ impl TransferTracker {
             if let Some((gap, kind)) = t.open_gap.take()
                 && hole
             {
-                match kind {
-                    Gap::Idle => t.idle_us -= gap,
+                // A silence far longer than any recovery in which a hole was also filled was
+                // the server pausing, a retransmission arriving meanwhile: the recovery's
+                // share is a stall, the rest stays a pause.
+                let stall = match kind {
+                    Gap::Pause if gap > recovery_cap => {
+                        t.server_pause_us -= recovery_cap;
+                        recovery_cap
+                    }
                     Gap::Pause => {
                         t.server_pause_us -= gap;
                         t.server_pauses -= 1;
+                        gap
                     }
-                    Gap::Uncounted => {}
-                }
+                    Gap::Idle => {
+                        t.idle_us -= gap;
+                        gap
+                    }
+                    Gap::Uncounted => gap,
+                };
                 t.stalls += 1;
-                t.stall_us += gap;
+                t.stall_us += stall;
             }
         }
     }

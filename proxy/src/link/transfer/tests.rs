@@ -241,6 +241,38 @@ fn long_silences_are_the_server() {
 }
 
 #[test]
+fn a_hole_filled_while_the_server_paused_leaves_the_pause_the_servers() {
+    let mut t = tracker();
+    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rto_us: 220_000, ..LinkSample::default() });
+    // A server sending in chunks and sleeping 650 ms after each (no multiple of the RTO: those
+    // are taken for backed-off timeouts); the last segments of a chunk were dropped and resent
+    // while it slept, so a hole was filled in every silence.
+    t.response_started(0);
+    let (mut now, mut segments, mut ooo) = (0, 0, 0);
+    for chunk in 0..6 {
+        for _ in 0..100 {
+            now += 1_000;
+            segments += 10;
+            t.read(now);
+            if t.wants_sample() {
+                counters(&mut t, segments, ooo, 3 << 20);
+            }
+        }
+        if chunk < 5 {
+            now += 650_000;
+            ooo += 5;
+        }
+    }
+    counters(&mut t, segments, ooo, 3 << 20);
+    let m = t.finished(now, u64::from(segments) * 1448, 1, now).unwrap();
+    assert_eq!(m.limit, LinkLimit::Server, "{m:?}");
+    // Each hole cost at most an RTO and two round trips; the rest of each 651 ms silence, the
+    // server.
+    assert_eq!((m.loss.recovery_stalls, m.loss.recovery_stall_us), (5, 5 * 260_000), "{m:?}");
+    assert_eq!((m.server_pauses, m.server_pause_us), (5, 5 * 391_000), "{m:?}");
+}
+
+#[test]
 fn a_thousand_small_round_trips_at_20_ms_are_latency() {
     let mut t = tracker();
     let mut verdicts = Vec::new();
