@@ -28,13 +28,19 @@ const LOSS_BOUND: std::ops::RangeInclusive<f64> = 0.4..=1.5;
 /// would have: a window bound it first (the matrix's 16 KiB send buffer with 1 % loss or
 /// reordering carried 0.80-0.84 × its bound, the same buffer without loss as much).
 const UNDER_LOSS_BOUND: f64 = 0.9;
-/// Loss events this often — one round trip in four or more — under a window's bursts are a
-/// loss-based sender that never kept a window the losses did not cut, whatever the Mathis
+/// A sender held to its Mathis bound on a faster path leaves the pipe empty at times; one
+/// that keeps a capped path full meets the bottleneck queue's drops at just its bound too. Over
+/// the emulator Reno under 0.5-2 % random loss left it empty 34-73 % of the time, Reno filling
+/// a 30 Mbit/s line (0.96-0.98 × its bound) 1-11 %: the link.
+const LOSS_IDLE_SHARE: f64 = 0.2;
+/// Loss events this often — one round trip in four or more — with the pipe empty at times are
+/// a loss-based sender that never kept a window the losses did not cut, whatever the Mathis
 /// bound says: over the emulator a Reno server whose packets were 1 % held back 100 ms (taken
-/// for lost, the cuts partly undone when the copies arrived) carried 2 MB at 40 ms at 2.7 ×
-/// the bound of its 0.29 loss events a round trip, 45 % idle, 4 × slower than a clean line.
-/// A bottleneck queue overflowing as the sender probes it drops in a burst or two (the
-/// matrix's autotuned 8 MB at 20 ms: 3 events in 40 round trips, idle 11 %).
+/// for lost, the cuts partly undone when the copies arrived) carried 2 MB at 40 ms at 2.7-2.9 ×
+/// the bound of its 0.29-0.31 loss events a round trip, 30-45 % idle, 4 × slower than a clean
+/// line. A bottleneck queue overflowing as the sender probes it drops in a burst or two (the
+/// matrix's autotuned 8 MB at 20 ms: 3 events in 40 round trips, idle 11 %); BBR under the
+/// same loss meets 0.4-0.6 a round trip but keeps the pipe full (4-13 % idle).
 const LOSS_EVENTS_PER_RTT: f64 = 0.25;
 /// The receive window can have held a sender only when it was near what flowed per round
 /// trip: an advertised window this many times larger never filled.
@@ -390,11 +396,10 @@ impl TransferTracker {
         let window_bursts = share(t.idle_us) >= WINDOW_IDLE_SHARE;
         let under_loss_bound =
             loss.loss_limited_throughput.is_some_and(|b| (throughput as f64) < b as f64 * UNDER_LOSS_BOUND);
-        // The sender's window was what loss left it: at the Mathis bound, or cut every few
-        // round trips however far above it; and it left the pipe empty between its bursts. A
-        // Reno that keeps a capped path full meets the bottleneck queue's drops at just its
-        // bound too (over the emulator at 30 Mbit/s, 0.96-0.98 × with 5-20 % idle): the link.
-        let loss_paced = window_bursts && !under_loss_bound && (loss_binds || (loss_outrun && frequent_loss));
+        // The sender's window was what loss left it — at the Mathis bound, or cut every few
+        // round trips however far above it — and the pipe stood empty at times.
+        let pipe_emptied = share(t.idle_us) >= LOSS_IDLE_SHARE;
+        let loss_paced = !under_loss_bound && pipe_emptied && (loss_binds || (loss_outrun && frequent_loss));
         let our_window_could_bind =
             at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
         let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));
