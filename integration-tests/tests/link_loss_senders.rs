@@ -2,7 +2,8 @@
 //! across round trips (the link matrix's loss cells, issue #35): a loss-based sender (Reno,
 //! the sender the Mathis bound models) is held to what its loss rate allows, and rttscope
 //! says `loss`; a BBR sender paces by the bandwidth it measures and keeps the path full
-//! through the same holes, and rttscope says `link` with the holes harmless. Over the WAN
+//! through the same holes, and rttscope says `link` with the holes harmless. A clean line is
+//! `link` for both, the drops of Reno's slow start harmless. Over the WAN
 //! emulator (100 Mbit/s, a one-BDP queue; the impairments on the server's direction, seeded).
 //! Run with `--nocapture` to read each cell's verdict. Tests that cannot run here (not root,
 //! no TUN) print `skipped: <why>` and pass.
@@ -43,6 +44,10 @@ const fn loss(rate: f64) -> Impairments {
 /// reordering window of a quarter RTT) that make a sender take a hole for a loss.
 const REORDERING: Impairments =
     Impairments { reorder: Chance::correlated(0.01, 0.1), reorder_gap: Duration::from_millis(100), ..loss(0.0) };
+
+/// A clean line: both senders fill it; the drops of Reno's slow start overflowing the
+/// bottleneck queue are harmless.
+const CLEAN: Cell = Cell { name: "a clean line at 20 ms", rtt_ms: 20, down: loss(0.0), reno_rows: 8_000 };
 
 const CELLS: [Cell; 3] = [
     Cell { name: "0.5 % loss at 10 ms", rtt_ms: 10, down: loss(0.005), reno_rows: 6_000 },
@@ -105,6 +110,16 @@ fn a_reno_sender_is_held_by_random_loss_and_reordering() {
         assert!(summary.contains("the Mathis bound"), "{}: {summary}", cell.name);
         assert!(num(&v, "throughput") * 8.0 < 0.5 * LINK_BPS as f64, "{}: {v}", cell.name);
     }
+    let Some((v, line)) = run("reno", &CLEAN, CLEAN.reno_rows) else { return };
+    show_cell("reno", &CLEAN, &v, &line);
+    assert_clean(&v);
+}
+
+/// A clean line's verdict: the link, and whatever holes slow start's drops left harmless.
+fn assert_clean(v: &Value) {
+    assert_eq!(v["limit"], "link", "{}", v["summary"]);
+    let summary = v["summary"].as_str().unwrap_or_default();
+    assert!(!summary.contains("out of order") || summary.contains("harmless"), "{summary}");
 }
 
 #[test]
@@ -118,4 +133,7 @@ fn a_bbr_sender_keeps_the_path_full_through_random_loss_and_reordering() {
         assert!(summary.contains("harmless"), "{}: {summary}", cell.name);
         assert!(num(&v["loss"], "out_of_order") > 0.0, "{}: {v}", cell.name);
     }
+    let Some((v, line)) = run("bbr", &CLEAN, BBR_ROWS) else { return };
+    show_cell("bbr", &CLEAN, &v, &line);
+    assert_clean(&v);
 }
