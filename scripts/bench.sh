@@ -4,6 +4,7 @@
 # under callgrind. Flags go to rttscope-bench (`scripts/bench.sh --help`; `--quick` for a
 # smoke run). Prints the table and writes target/bench/latest.md and latest.json.
 # `scripts/bench.sh --matrix [FLAGS]` runs the link matrix instead (link-matrix --help);
+# `scripts/bench.sh --confusion [FLAGS]` the link-verdict confusion matrix (link-confusion --help);
 # `scripts/bench.sh --whatif [--quick]` the what-if accuracy suite (whatif-accuracy --help).
 # Starts a private MariaDB unless RTTSCOPE_TEST_MYSQL_URL names one.
 set -euo pipefail
@@ -25,6 +26,16 @@ if [ "${1:-}" = "--matrix" ]; then
   echo "==> running the link matrix" >&2
   export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh --matrix${*:+ $*}"
   exec cargo run --quiet -p rttscope-benches --bin link-matrix -- "$@"
+fi
+
+# `scripts/bench.sh --confusion [FLAGS]` runs the link-verdict confusion matrix: six injected
+# causes × RTT × result size over the WAN emulator, each verdict against its cause
+# (link-confusion --help). Root and TUN, like the matrix; the dev profile, like the link tests.
+if [ "${1:-}" = "--confusion" ]; then
+  shift
+  echo "==> running the link-verdict confusion matrix" >&2
+  export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh --confusion${*:+ $*}"
+  exec cargo run --quiet -p rttscope-benches --bin link-confusion -- "$@"
 fi
 
 # `scripts/bench.sh --whatif [--quick]` runs the what-if accuracy suite instead: rttscope's

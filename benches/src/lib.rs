@@ -14,6 +14,9 @@
 //! - [`run`]: one run, start to end;
 //! - [`matrix`]: the link matrix (`link-matrix`, `scripts/bench.sh --matrix`): buffers ×
 //!   network conditions over the test WAN, each cell's verdict from rttscope.
+//! - [`confusion`]: the link-verdict confusion matrix (`link-confusion`,
+//!   `scripts/bench.sh --confusion`): six injected causes × RTT × result size, each cell's
+//!   verdict against its cause.
 //! - [`soak`]: the soak (`rttscope-soak`): many connections for a long while, memory and
 //!   descriptors sampled.
 //! - [`whatif`]: the what-if accuracy suite (`whatif-accuracy`, `scripts/bench.sh --whatif`):
@@ -23,6 +26,7 @@
 
 pub mod accuracy;
 pub mod child;
+pub mod confusion;
 pub mod haproxy;
 pub mod instructions;
 pub mod matrix;

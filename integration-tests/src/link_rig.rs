@@ -23,6 +23,14 @@ pub const SMALLER_SQL: &str = "SELECT REPEAT('x', 1000) FROM seq_1_to_4000";
 /// Large responses carry at least this many bytes; smaller verdicts are not ours.
 pub const LARGE: u64 = 3_000_000;
 
+/// The line a rig runs over: its round trip, its bottleneck rate and what goes wrong on it.
+#[derive(Clone, Copy, Debug)]
+pub struct Line {
+    pub rtt: Duration,
+    pub bandwidth_bps: u64,
+    pub impairments: WanImpairments,
+}
+
 /// The tests measure time on a 2-core machine: one at a time.
 pub fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
@@ -75,11 +83,24 @@ impl Rig {
         impairments: WanImpairments,
         more_yaml: &str,
     ) -> Option<Rig> {
+        let line = Line { rtt, bandwidth_bps: LINK_BPS, impairments };
+        Rig::start_on(line, server_sysctls, client_sysctls, more_yaml)
+    }
+
+    /// A rig over `line` (any round trip and bottleneck rate, a one-BDP queue), with the
+    /// namespaces' sysctls written before anything starts and more of rttscope's YAML config.
+    pub fn start_on(
+        line: Line,
+        server_sysctls: &[(&str, &str)],
+        client_sysctls: &[(&str, &str)],
+        more_yaml: &str,
+    ) -> Option<Rig> {
         if let Err(why) = WanLink::available() {
             crate::skip(why);
             return None;
         }
-        let mut config = WanConfig { rtt, bandwidth_bps: Some(LINK_BPS), queue_bytes: 0 };
+        let Line { rtt, bandwidth_bps, impairments } = line;
+        let mut config = WanConfig { rtt, bandwidth_bps: Some(bandwidth_bps), queue_bytes: 0 };
         config.queue_bytes = config.bdp_bytes();
         let link = WanLink::start_impaired(config, impairments).expect("start WAN link");
         for (ns, sysctls) in [(link.server_ns(), server_sysctls), (link.client_ns(), client_sysctls)] {

@@ -179,14 +179,15 @@ impl Links {
                     format!(
                         "{moved}: loss is the limit: {} ({} in all) in {} received, a loss rate of {:.2}%; \
                          a TCP losing that much with {} segments at that RTT carries at most {} (the Mathis bound, MSS / RTT × 1.22 / √p), \
-                         and this one carried {}",
+                         and this one carried {}{}",
                         counted(u64::from(l.recovery_stalls), "recovery stall", "recovery stalls"),
                         us(l.recovery_stall_us),
                         counted(l.segments_in, "segment", "segments"),
                         100.0 * l.loss_rate,
                         bytes(u64::from(l.mss)),
                         rate(l.loss_limited_throughput.unwrap_or(0)),
-                        rate(m.throughput)
+                        rate(m.throughput),
+                        above_bound_words(m)
                     ),
                     "Packets are lost between rttscope and the server: bigger buffers will not help (the sender's window is what loss leaves it). \
                      Look for drops on the path: interface errors and drops on both hosts (ip -s link), a policer or an overflowing queue, a bad cable or radio link; \
@@ -230,6 +231,23 @@ fn reader_cost_words(m: &Measurement) -> String {
         ));
     }
     words
+}
+
+/// Why a transfer above the Mathis bound was still loss's: the bound is a steady state, and
+/// a sender cut every few round trips (its cuts partly undone when a hole was only
+/// reordering) never reached one, nor filled the path between the cuts.
+fn above_bound_words(m: &Measurement) -> String {
+    let l = &m.loss;
+    let above = l.loss_limited_throughput.is_some_and(|b| m.throughput as f64 > b as f64 * LOSS_OUTRUN);
+    if !above || l.recovery_stalls == 0 {
+        return String::new();
+    }
+    let rtts = m.duration_us as f64 / f64::from(m.base_rtt_us.max(1));
+    format!(
+        ", above the bound but with a loss event every {:.1} round trips and the pipe empty {:.0}% of the time between them: the losses kept cutting the window before it filled the path",
+        rtts / f64::from(l.recovery_stalls),
+        100.0 * m.idle_us as f64 / m.duration_us.max(1) as f64
+    )
 }
 
 /// What a verdict says of a client that held rttscope off without costing the transfer
@@ -326,6 +344,30 @@ mod tests {
         let words = links.add(1, 0, m).summary.clone();
         assert!(words.contains("840 segments arrived out of order (6 holes filled in 114.00 ms)"), "{words}");
         assert!(words.contains("harmless, they did not limit this transfer (3.7 × the Mathis bound"), "{words}");
+    }
+
+    #[test]
+    fn loss_above_its_bound_says_why_it_is_still_the_limit() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        let mut m = measurement(LinkLimit::Loss);
+        // 20 holes in 100 round trips of 1 ms, the pipe half empty, 3 × the bound.
+        m.loss = Loss::from_transfer(
+            &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
+            20,
+            30_000,
+            1448,
+            1_000,
+        );
+        m.throughput = 3 * m.loss.loss_limited_throughput.unwrap();
+        m.idle_us = 50_000;
+        let words = links.add(1, 0, m).summary.clone();
+        assert!(
+            words.ends_with("above the bound but with a loss event every 5.0 round trips and the pipe empty 50% of the time between them: the losses kept cutting the window before it filled the path"),
+            "{words}"
+        );
+        m.throughput = m.loss.loss_limited_throughput.unwrap();
+        let words = links.add(1, 0, m).summary.clone();
+        assert!(!words.contains("above the bound"), "{words}");
     }
 
     #[test]

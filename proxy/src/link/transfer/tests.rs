@@ -241,6 +241,38 @@ fn long_silences_are_the_server() {
 }
 
 #[test]
+fn a_hole_filled_while_the_server_paused_leaves_the_pause_the_servers() {
+    let mut t = tracker();
+    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rto_us: 220_000, ..LinkSample::default() });
+    // A server sending in chunks and sleeping 650 ms after each (no multiple of the RTO: those
+    // are taken for backed-off timeouts); the last segments of a chunk were dropped and resent
+    // while it slept, so a hole was filled in every silence.
+    t.response_started(0);
+    let (mut now, mut segments, mut ooo) = (0, 0, 0);
+    for chunk in 0..6 {
+        for _ in 0..100 {
+            now += 1_000;
+            segments += 10;
+            t.read(now);
+            if t.wants_sample() {
+                counters(&mut t, segments, ooo, 3 << 20);
+            }
+        }
+        if chunk < 5 {
+            now += 650_000;
+            ooo += 5;
+        }
+    }
+    counters(&mut t, segments, ooo, 3 << 20);
+    let m = t.finished(now, u64::from(segments) * 1448, 1, now).unwrap();
+    assert_eq!(m.limit, LinkLimit::Server, "{m:?}");
+    // Each hole cost at most an RTO and two round trips; the rest of each 651 ms silence, the
+    // server.
+    assert_eq!((m.loss.recovery_stalls, m.loss.recovery_stall_us), (5, 5 * 260_000), "{m:?}");
+    assert_eq!((m.server_pauses, m.server_pause_us), (5, 5 * 391_000), "{m:?}");
+}
+
+#[test]
 fn a_thousand_small_round_trips_at_20_ms_are_latency() {
     let mut t = tracker();
     let mut verdicts = Vec::new();
@@ -333,6 +365,47 @@ fn a_few_drop_bursts_far_below_the_rate_are_a_full_path_not_loss() {
     let m = t.finished(800_000, bytes, 1, 800_000).unwrap();
     let bound = m.loss.loss_limited_throughput.unwrap() as f64;
     assert!(m.loss.recovery_stalls >= 3 && m.throughput as f64 > 2.0 * bound, "{m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Link, None), "{m:?}");
+}
+
+#[test]
+fn bursts_cut_every_few_round_trips_are_loss_however_far_above_the_bound() {
+    let mut t = tracker();
+    // A Reno server whose packets the line holds back (taken for lost, the cuts partly
+    // undone): 36 segments per round trip in a burst, a hole every third round trip. p ≈ 0.9 %
+    // bounds it at ≈ 0.9 MB/s; 2.6 MB/s arrived, yet the pipe stood empty most of each round
+    // trip and a loss event came every 3: not a full path's queue overflowing.
+    let bytes = lossy_bursts(&mut t, 60, 36, 3, 3 << 20);
+    let m = t.finished(1_200_000, bytes, 1, 1_200_000).unwrap();
+    let bound = m.loss.loss_limited_throughput.unwrap() as f64;
+    assert!(m.throughput as f64 > 2.0 * bound, "{m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
+}
+
+#[test]
+fn a_path_kept_full_at_the_bound_of_its_own_queue_drops_is_the_link() {
+    let mut t = tracker();
+    // A Reno server filling a 30 Mbit/s line with a tail-drop queue: a read every 1.3 ms at
+    // the line's pace, and the queue overflowing every 30 round trips — the sawtooth whose
+    // loss rate (p ≈ 0.05 %) has a Mathis bound of just the line. The pipe never emptied.
+    t.response_started(0);
+    let (mut now, mut segments, mut ooo) = (0, 0, 0);
+    for i in 1..=4_600u64 {
+        now += 1_300;
+        segments += 3;
+        if i % 460 == 0 {
+            ooo += 30;
+            now += 25_000;
+        }
+        t.read(now);
+        if t.wants_sample() {
+            counters(&mut t, segments, ooo, 3 << 20);
+        }
+    }
+    counters(&mut t, segments, ooo, 3 << 20);
+    let m = t.finished(now, u64::from(segments) * 1448, 1, now).unwrap();
+    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    assert!(m.loss.recovery_stalls >= 3 && (0.4..=1.5).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Link, None), "{m:?}");
 }
 
