@@ -105,6 +105,18 @@ pub fn auth_response(payload: &[u8]) -> Option<&[u8]> {
     payload.get(range)
 }
 
+/// The password in clear sends itself with these plugins, where the client counts its
+/// connection as secure (TLS, or a Unix socket): as the auth response of its first packet.
+const CLEAR_FIRST: [&str; 2] = [SHA256_PASSWORD, "mysql_clear_password"];
+
+/// Whether a `HandshakeResponse41` for `plugin` carries the password itself: a plugin that
+/// sends it in clear, and an auth response other than nothing, an empty password (`\0`) or a
+/// key request (`\x01`).
+pub fn password_in_first_packet(plugin: Option<&str>, payload: &[u8]) -> bool {
+    plugin.is_some_and(|p| CLEAR_FIRST.contains(&p))
+        && auth_response(payload).is_some_and(|r| !matches!(r, [] | [0] | [SHA256_KEY_REQUEST]))
+}
+
 /// `payload` (a `HandshakeResponse41`) with its auth response replaced by `response` (under
 /// 251 bytes, so its length fits either length field). `None` if it has none to replace.
 pub fn with_auth_response(payload: &[u8], response: &[u8]) -> Option<Vec<u8>> {
@@ -210,6 +222,19 @@ mod tests {
         }
         assert_eq!(auth_response(&sha256_response(0x0008_0201)), None, "no length field (pre-4.1 auth)");
         assert_eq!(auth_response(&sha256_response(0x000a_8201)[..42]), None, "truncated");
+    }
+
+    #[test]
+    fn a_first_packet_carries_the_password_only_in_a_clear_plugins_response() {
+        let key_request = sha256_response(0x000a_8201);
+        assert!(!password_in_first_packet(Some(SHA256_PASSWORD), &key_request));
+        let password = with_auth_response(&key_request, b"secret\0").unwrap();
+        assert!(password_in_first_packet(Some(SHA256_PASSWORD), &password));
+        assert!(password_in_first_packet(Some("mysql_clear_password"), &password));
+        assert!(!password_in_first_packet(Some(CACHING_SHA2_PASSWORD), &password), "a scramble, not the password");
+        assert!(!password_in_first_packet(None, &password));
+        let empty = with_auth_response(&key_request, &[0]).unwrap();
+        assert!(!password_in_first_packet(Some(SHA256_PASSWORD), &empty));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use zeroize::Zeroizing;
 use super::stand_in::{ClientPacket, StandIn};
 use super::{Answered, Ending, Handshake, Settings, Step, send};
 use crate::protocol::Peer;
-use crate::protocol::auth::{SHA256_PASSWORD, auth_response, with_auth_response};
+use crate::protocol::auth::{SHA256_PASSWORD, auth_response, password_in_first_packet, with_auth_response};
 use crate::protocol::compress::Algorithm;
 use crate::protocol::constants::capability::*;
 use crate::protocol::constants::header;
@@ -142,6 +142,17 @@ pub(super) async fn plan<'a>(a: &mut Answered, s: &Settings<'a>) -> Result<Step<
         Ok(tls) => tls,
         Err(refusal) => return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break),
     };
+    // A Unix-socket client counts its connection as secure: with sha256_password or the
+    // clear-text plugin its first packet may hold the password itself, which must not cross a
+    // plain long hop the operator meant to protect.
+    if tls.is_none()
+        && s.upstream_tls.is_some()
+        && matches!(a.client, Transport::Unix(_))
+        && password_in_first_packet(a.response.auth_plugin.as_deref(), &a.payload)
+    {
+        let refusal = Refusal::PasswordInClear { upstream: s.upstream.clone() };
+        return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break);
+    }
     let client_algorithm = algorithm(a.client_caps, a.response.zstd_level);
     let upstream_algorithm = upstream_compression(s.compression, client_algorithm, server_caps, &s.upstream);
     let mut upstream_caps = (a.response.capabilities & !PER_LEG & !MASKED) | if tls.is_some() { CLIENT_SSL } else { 0 };
