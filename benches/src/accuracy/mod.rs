@@ -415,8 +415,8 @@ async fn round_trips(plan: &AccuracyPlan, sides: &[RoundTripSide<'_>]) -> Result
     Ok(histograms.iter().map(Latency::from_ns).collect())
 }
 
-/// Probe 4's RTT: the one the CPU hog slowed most visibly before connection threads left
-/// `SCHED_BATCH` under injection (16.4 ms at p50).
+/// Probe 4's RTT: a link to another data centre, where a millisecond of scheduling on a busy
+/// application host is a visible share of each round trip.
 pub const HOG_RTT: Duration = Duration::from_millis(15);
 
 /// One busy loop per CPU at the normal priority, killed when dropped.

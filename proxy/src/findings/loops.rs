@@ -3,9 +3,10 @@
 //!
 //! "Back to back" means what a person reading the statement log would mean. A run of one
 //! statement in one scope (connection, or traced request) goes on while
-//! - the next execution starts within `max_gap` of the last one's end (2 s while every
-//!   execution so far used a value of one parent's rows: on a pool, a connection waits for the
-//!   others' round trips between its own children),
+//! - the next execution starts within `max_gap` of the last one's end — or 2 s once it goes
+//!   over a parent's rows (every execution checked so far used a value of one candidate's
+//!   result, or the parent is found): on a pool, a connection waits for the others' round
+//!   trips between its own children,
 //! - at most `max_between` other data statements ran in between (a loop body often runs a
 //!   second or third lookup per row; more than that is other work, not a loop),
 //! - and no transaction began or ended, nor was the session reset: ten lookups in each of
@@ -170,7 +171,8 @@ impl LoopRun {
     }
 
     /// Whether its executions are a loop over a parent's rows: every one checked so far used a
-    /// value from one candidate's result, or the parent is already found.
+    /// value from one candidate's result, or the parent is already found (then for the rest of
+    /// the run: children past the parent's sampled rows cannot match it).
     fn follows_a_parent(&self) -> bool {
         self.run.parent.is_some() || (self.checked > 0 && self.hits.iter().any(|&h| h == self.checked))
     }

@@ -120,8 +120,11 @@ pub struct DelayLine {
     /// When the emulated wire is next free.
     wire_free: Option<Instant>,
     last_release: Option<Instant>,
-    /// Departures of recent bytes, for the window rules: (end offset, departed).
+    /// Departures of recent bytes, for the window rules: (end offset, departed). Only the
+    /// last round trip's: older ones are acknowledged already and bind nothing.
     departures: VecDeque<(u64, Instant)>,
+    /// Bytes up to this stream offset are acknowledged (their departures dropped).
+    acknowledged: u64,
     /// `model.window_limit()`, worked out once per model.
     window: Option<u64>,
     /// The congestion window while it grows.
@@ -146,6 +149,7 @@ impl DelayLine {
             wire_free: None,
             last_release: None,
             departures: VecDeque::new(),
+            acknowledged: offset,
             window: model.window_limit(),
             slow_start: SlowStart::new(&model, offset),
             losses: Losses::new(model.loss_ppm, seed),
@@ -166,7 +170,7 @@ impl DelayLine {
         }
         self.model = model;
         self.window = model.window_limit();
-        self.slow_start.set_model(&model);
+        self.slow_start.set_model(&model, self.scheduled);
     }
 
     /// Schedules `len` bytes that arrived at `now`; returns when the last
@@ -215,6 +219,19 @@ impl DelayLine {
         release
     }
 
+    /// Drops the departures whose acknowledgement came by `depart`: bytes waiting on them may
+    /// leave by then anyway. Keeps the bookkeeping to a round trip's pieces, however long the
+    /// window.
+    fn forget_acknowledged(&mut self, depart: Instant) {
+        while let Some(&(end, departed)) = self.departures.front() {
+            if later(departed, self.model.rtt) > depart {
+                break;
+            }
+            self.acknowledged = end;
+            self.departures.pop_front();
+        }
+    }
+
     /// The stream offset that must have been acknowledged before the byte ending at `end`
     /// may leave: a window (configured, or what loss leaves) before it, or what slow start's
     /// window allows, whichever holds it back longer.
@@ -240,8 +257,9 @@ impl DelayLine {
     fn schedule_piece(&mut self, now: Instant, len: u64, jitter: i64, read: Read) -> Instant {
         let end = self.scheduled.saturating_add(len);
         let mut depart = self.wire_free.map_or(now, |free| free.max(now));
+        self.forget_acknowledged(depart);
         let acknowledged = self.acknowledged_before(end);
-        if let Some(acknowledged) = acknowledged {
+        if let Some(acknowledged) = acknowledged.filter(|&a| a > self.acknowledged) {
             // Our last byte may leave once the bytes the window holds back have been
             // acknowledged: one RTT after the piece holding the last of them left.
             if let Some(&(_, departed)) = self.departures.iter().find(|&&(e, _)| e >= acknowledged) {
@@ -268,6 +286,7 @@ impl DelayLine {
             }
         } else {
             self.departures.clear();
+            self.acknowledged = end;
         }
         let delayed = later(departed, self.model.delay);
         let release = if jitter >= 0 {

@@ -165,3 +165,22 @@ fn a_large_result_takes_slow_starts_rounds() {
     line.released_by(much_later);
     assert_eq!(line.schedule(much_later, 2_000_000) - much_later, Duration::from_millis(40 + 7 * 80));
 }
+
+#[test]
+fn a_long_trickle_remembers_a_round_trip_of_departures() {
+    // Segment-sized reads every millisecond for 60 s at 80 ms, no bandwidth: one burst, its
+    // window still growing; only the last round trip's departures can still bind. Slow start
+    // holds the first ones back (115 KB in flight from a 14 KB window), then never again.
+    let t0 = Instant::now();
+    let m = OneWayModel { delay: Duration::from_millis(40), rtt: Duration::from_millis(80), ..OneWayModel::default() };
+    let mut line = DelayLine::new(m, 0, 1);
+    for ms in 0..60_000 {
+        let now = t0 + Duration::from_millis(ms);
+        let release = line.schedule(now, 1448);
+        if ms >= 1_000 {
+            assert_eq!(release, now + Duration::from_millis(40), "held back at {ms} ms");
+        }
+        line.released_by(now);
+    }
+    assert!(line.departures.len() <= 81, "{} departures remembered", line.departures.len());
+}

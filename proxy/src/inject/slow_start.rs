@@ -29,8 +29,8 @@ use super::loss::{MSS, RTO_MIN};
 
 /// Linux's initial window: ten segments.
 pub const INITIAL_WINDOW: u64 = 10 * MSS;
-/// Without a bandwidth, the window stops growing (and the rule stops binding) here: far more
-/// than a result needs per round trip, and what keeps the rule's bookkeeping bounded.
+/// Without a bandwidth, the window stops growing here: far more than a result needs per
+/// round trip.
 const OPEN_WINDOW: u64 = 64 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,20 +56,20 @@ impl SlowStart {
     /// A fresh connection's window, for a stream that has carried `offset` bytes.
     pub fn new(model: &OneWayModel, offset: u64) -> SlowStart {
         let mut start = SlowStart { phase: Phase::Off, rtt: model.rtt, open: OPEN_WINDOW };
-        start.set_model(model);
-        if start.phase == Phase::Off && !model.rtt.is_zero() {
-            start.phase = start.growing(offset, INITIAL_WINDOW);
-        }
+        start.set_model(model, offset);
         start
     }
 
-    /// A new link: the window keeps what it grew to, and binds up to the new pipe.
-    pub fn set_model(&mut self, model: &OneWayModel) {
+    /// A new link from stream offset `offset` on: a window already growing keeps what it grew
+    /// to, up to the new pipe; one that was off (no round trip before) starts from ten segments.
+    pub fn set_model(&mut self, model: &OneWayModel, offset: u64) {
         self.rtt = model.rtt;
         self.open = model.pipe_window().unwrap_or(OPEN_WINDOW).min(OPEN_WINDOW);
-        if model.rtt.is_zero() {
-            self.phase = Phase::Off;
-        }
+        self.phase = match self.phase {
+            _ if model.rtt.is_zero() => Phase::Off,
+            Phase::Off => self.growing(offset, INITIAL_WINDOW),
+            phase => phase,
+        };
     }
 
     /// Whether the window may still hold bytes back (so departures must be remembered).
@@ -166,8 +166,11 @@ mod tests {
         assert_eq!(start.acknowledged_before(2 * INITIAL_WINDOW), Some(INITIAL_WINDOW / 2));
         assert_eq!(start.acknowledged_before(7 * INITIAL_WINDOW), None);
         assert!(!start.binds());
-        // Nothing to grow over without a round trip.
-        assert!(!SlowStart::new(&model(0, None), 0).binds());
+        // Nothing to grow over without a round trip, until the link gets one.
+        let mut start = SlowStart::new(&model(0, None), 0);
+        assert!(!start.binds());
+        start.set_model(&model(40, None), 5_000);
+        assert_eq!(start.round_end(5_000), Some(5_000 + INITIAL_WINDOW));
     }
 
     #[test]

@@ -91,8 +91,9 @@ pub struct WakeLatency {
 
 impl WakeLatency {
     const INITIAL: Duration = Duration::from_micros(50);
-    /// Fired earlier than this, a millisecond link's bytes could leave before their time
-    /// whenever the chain happens to be quick.
+    /// The lead never grows past this: a machine slower to wake is swamped, and firing
+    /// earlier would send bytes early whenever one wake-up happens to be quick (a link's
+    /// own delay caps it further, at a quarter).
     const MAX_LEAD: Duration = Duration::from_millis(1);
     /// Below this the chain cannot go: the lead never collapses to nothing between samples.
     const MIN_LEAD: Duration = Duration::from_micros(5);

@@ -533,8 +533,10 @@ impl HalfPipe {
         let ready = buffered.min(released.saturating_sub(self.written) as usize);
         match line.next_release() {
             Some(next) if ready < buffered && self.armed.as_ref().is_none_or(|a| a.release != next) => {
-                // Not in the past: a sample must not count time before arming.
-                let fires = next.checked_sub(timer::WAKE_LATENCY.lead()).unwrap_or(next).max(now);
+                // Not in the past: a sample must not count time before arming. Never earlier
+                // than a quarter of the delay: on a quick wake-up the bytes leave that early.
+                let lead = timer::WAKE_LATENCY.lead().min(line.model().delay / 4);
+                let fires = next.checked_sub(lead).unwrap_or(next).max(now);
                 self.armed = Some(Armed { release: next, fires, observed: false });
                 timer::wake_at(fires, cx.waker().clone());
             }
