@@ -174,7 +174,7 @@ impl LoopRun {
     /// value from one candidate's result, or the parent is already found (then for the rest of
     /// the run: children past the parent's sampled rows cannot match it).
     fn follows_a_parent(&self) -> bool {
-        self.run.parent.is_some() || (self.checked > 0 && self.hits.iter().any(|&h| h == self.checked))
+        self.run.parent.is_some() || (self.checked > 0 && self.hits.contains(&self.checked))
     }
 
     /// The candidate whose sampled result held most of the children's values, if it held at
