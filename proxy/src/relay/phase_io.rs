@@ -56,7 +56,10 @@ pub(super) async fn send<S: AsyncWrite + Unpin>(
     payload: &[u8],
     to: Peer,
 ) -> Result<(), RelayError> {
-    write_all(stream, &packet(seq, payload), to).await
+    // Login packets may hold a password (rttscope's stand-in decrypted it): the framed copy is
+    // wiped like the payload.
+    let framed = zeroize::Zeroizing::new(packet(seq, payload));
+    write_all(stream, &framed, to).await
 }
 
 /// Writes and flushes (a TLS stream holds records until flushed).
