@@ -190,9 +190,14 @@ pub(super) async fn answer_key_request_first(
         return Ok(Continue(()));
     }
     let mut stand_in = StandIn::new(s.auth_keys.clone(), &a.greeting_payload, Some(SHA256_PASSWORD));
-    let answer = match stand_in.give_key().await {
-        Ok(answer) => answer,
-        Err(refusal) => return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break),
+    // The key may still be in the making (generated at start): as long as the login may take.
+    let answer = match timers::timeout(s.timeout, stand_in.give_key()).await {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(refusal)) => return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break),
+        Err(_) => {
+            let refusal = Refusal::NoRsaKey(format!("not ready within limits.handshake_timeout ({:?})", s.timeout));
+            return s.refuse(&mut a.client, a.seq.wrapping_add(1), true, refusal).await.map(Break);
+        }
     };
     send(&mut a.client, a.seq.wrapping_add(1), &answer, Peer::Client).await?;
     let read = read_packet(&mut a.client, Peer::Client);
