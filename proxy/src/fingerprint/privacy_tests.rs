@@ -282,3 +282,13 @@ fn an_unreadable_mode_change_masks_the_statements_after_it() {
     let sql = br"SET sql_mode = @m; SELECT 1; SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\', 'b'";
     assert_eq!(f.fingerprint(sql).text, "set sql_mode = @m; select ?; set sql_mode = ?; select ?, ?");
 }
+
+#[test]
+fn what_precedes_a_hidden_run_is_kept() {
+    let quotes = SqlModes::unknown(SqlMode::default()).with_backslash_status(false);
+    let mut f = Fingerprinter::new();
+    let sql = br#"SELECT 5 AS n, d.* FROM (SELECT 1 AS "a\", 'x"LEAKC1') AS d"#;
+    let fp = f.fingerprint_in(sql, quotes);
+    assert_eq!(fp.text, "select ? as n, d.* from (select ? as ?");
+    assert_eq!(fp.values.len(), 3, "{:?}", fp.values);
+}

@@ -157,6 +157,10 @@ fn read_statement(sql: &[u8], path: Path, mut mask: Option<&mut Mask>) -> (Optio
             ref t => tracker.step(t),
         }
         if let Some(mask) = mask.as_deref_mut() {
+            // What an executable comment holds is never written: as good as a comment here.
+            if lexer.in_executable_comment() {
+                Mask::mark(&mut mask.comment, from, lexer.pos());
+            }
             mask.mark_token(sql, &token, from, lexer.pos(), path.lex);
         }
     }

@@ -78,3 +78,73 @@ impl SessionModes {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::sql_mode_after;
+    use crate::protocol::constants::command::COM_QUERY;
+    use crate::protocol::packets::ErrPacket;
+
+    const NBE: SqlMode = SqlMode { no_backslash_escapes: true, ansi_quotes: false };
+
+    fn ok(no_backslash_escapes: bool) -> Summary {
+        let status = if no_backslash_escapes { SERVER_STATUS_NO_BACKSLASH_ESCAPES } else { 0 };
+        Summary { command: COM_QUERY, status: Some(status), ..Summary::default() }
+    }
+
+    /// Sends `sql` as a query; returns what it was read under and what it may leave.
+    fn send(modes: &mut SessionModes, sql: &str) -> (SqlModes, Option<SqlModes>) {
+        let read_under = modes.ahead();
+        let c = CommandPacket {
+            command: COM_QUERY,
+            payload: sql.as_bytes(),
+            len: sql.len() as u64,
+            query_attributes: false,
+        };
+        let after = modes.change(&c).or(Some(sql_mode_after(sql.as_bytes(), read_under)));
+        (read_under, modes.sent(read_under, after))
+    }
+
+    #[test]
+    fn a_new_session_knows_its_backslashes_once_answered_but_not_its_quotes() {
+        let mut modes = SessionModes::default();
+        assert!(!modes.ahead().is_known());
+        modes.answered(&ok(false), None, true);
+        assert!(!modes.ahead().is_known() && !modes.ahead().may_be(NBE));
+        let (_, after) = send(&mut modes, "SET sql_mode = ''");
+        modes.answered(&ok(false), after, true);
+        assert_eq!(modes.ahead(), SqlModes::known(SqlMode::default()));
+    }
+
+    #[test]
+    fn a_command_pipelined_behind_a_set_is_read_both_ways() {
+        let mut modes = SessionModes::default();
+        let (_, after) = send(&mut modes, "SET sql_mode = ''");
+        modes.answered(&ok(false), after, true);
+        for (from, to) in [("", "NO_BACKSLASH_ESCAPES"), ("NO_BACKSLASH_ESCAPES", "")] {
+            let (_, set) = send(&mut modes, &format!("SET sql_mode = '{to}'"));
+            let (next, none) = send(&mut modes, "SELECT 1");
+            assert!(next.may_be(NBE) && next.may_be(SqlMode::default()), "{from} -> {to}: {next:?}");
+            assert_eq!(none, None);
+            modes.answered(&ok(to.is_empty()), set, false);
+            assert!(!modes.ahead().is_known(), "still in flight behind it");
+            modes.answered(&ok(!to.is_empty()), None, true);
+            assert!(modes.ahead().is_known(), "{:?}", modes.ahead());
+        }
+    }
+
+    #[test]
+    fn a_failed_change_or_a_reset_leaves_the_mode_unknown() {
+        let mut modes = SessionModes::default();
+        let (_, after) = send(&mut modes, "SET sql_mode = ''");
+        modes.answered(&ok(false), after, true);
+        let (_, after) = send(&mut modes, "SET sql_mode = 'ANSI'; SET sql_mode = 'NO_SUCH_MODE'");
+        let failed = Summary { error: Some(ErrPacket { code: 1231, sql_state: *b"42000" }), status: None, ..ok(false) };
+        modes.answered(&failed, after, true);
+        assert!(!modes.ahead().is_known());
+        let reset = CommandPacket { command: COM_RESET_CONNECTION, payload: b"", len: 0, query_attributes: false };
+        let after = modes.change(&reset);
+        assert!(after.is_some_and(|a| !a.is_known()));
+    }
+}
