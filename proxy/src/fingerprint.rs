@@ -305,12 +305,14 @@ impl Fingerprinter {
     }
 }
 
-/// The modes the session may be in after `sql` runs, from `before`: a literal
-/// `SET sql_mode` makes it one, anything that may change it in a way rttscope cannot tell
-/// makes it any (see [`SqlModes`]). The caller widens it further if the statement may fail.
+/// The modes the session may be in after `sql` runs, from `before`, if any statement in it
+/// may change them (even back to what they were: a failure between two changes leaves the
+/// first): a literal `SET sql_mode` makes it one, anything that may change it in a way
+/// rttscope cannot tell makes it any (see [`SqlModes`]). `None` when nothing in it does.
 #[must_use]
-pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> SqlModes {
-    readings::read_all(sql, before, None).after
+pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
+    let outcome = readings::read_all(sql, before, None);
+    outcome.changes.then_some(outcome.after)
 }
 
 /// The hash behind [`Fingerprint::values`] (xxh3-64), public so the relay can hash a result-set

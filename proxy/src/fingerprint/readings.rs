@@ -78,6 +78,8 @@ pub(super) struct Outcome {
     pub(super) after: SqlModes,
     /// Some readings split the text differently, so a mask is needed.
     pub(super) forked: bool,
+    /// Some statement may change the mode (even back to what it was).
+    pub(super) changes: bool,
 }
 
 /// Paths waiting at a boundary at once, and paths read in all: past either, the text is too
@@ -112,12 +114,14 @@ pub(super) fn read_all(sql: &[u8], start: SqlModes, mut mask: Option<&mut Mask>)
     }
     let mut after = [false; 4];
     let mut likely_after = start.likely();
+    let mut changes = false;
     for _ in 0..MAX_PATHS {
         let Some(path) = take_first(&mut pending) else {
-            return Outcome { after: modes(after, likely_after), forked };
+            return Outcome { after: modes(after, likely_after), forked, changes };
         };
         forked |= pending.iter().any(|p| p.is_some_and(|p| p.lex != path.lex));
         let (end, change) = read_statement(sql, path, mask.as_deref_mut());
+        changes |= change != Change::None;
         let (possible, likely) = apply(change, path.possible, path.likely);
         let Some(at) = end else {
             for (a, p) in after.iter_mut().zip(possible) {
@@ -181,7 +185,7 @@ fn give_up(sql: &[u8], from: usize, mask: Option<&mut Mask>, likely: SqlMode) ->
     if let Some(mask) = mask {
         Mask::mark(&mut mask.literal, from, sql.len());
     }
-    Outcome { after: SqlModes::unknown(likely), forked: true }
+    Outcome { after: SqlModes::unknown(likely), forked: true, changes: true }
 }
 
 /// Adds `path` to the paths waiting, merged into one at the same boundary under the same

@@ -309,7 +309,7 @@ impl Observer for Recorder {
                 // links the statement to its request as the comment does.
                 let parsed = query_attributes(c.payload);
                 let sql = parsed.as_ref().map_or(c.payload, |q| q.sql);
-                after = Some(self.texts.query(&mut record, sql, mode));
+                after = self.texts.query(&mut record, sql, mode);
                 let traceparent = parsed.as_ref().and_then(|q| {
                     q.attributes
                         .iter()
@@ -320,7 +320,7 @@ impl Observer for Recorder {
                     record.trace = Some(trace);
                 }
             }
-            COM_QUERY => after = Some(self.texts.query(&mut record, c.payload, mode)),
+            COM_QUERY => after = self.texts.query(&mut record, c.payload, mode),
             COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, mode))),
             cmd if names_statement(cmd) && self.unsettled > 0 => {
                 let payload = Box::from(&c.payload[..c.payload.len().min(DEFERRED_PAYLOAD)]);

@@ -56,7 +56,7 @@ struct Slot {
     /// `None` until the slot is first filled.
     facts: Option<Facts>,
     /// `sql_mode_after(raw, mode)`, once a `COM_QUERY` asked for it.
-    after: Option<SqlModes>,
+    after: Option<Option<SqlModes>>,
 }
 
 /// One connection's fingerprinter and its caches of normalised and raw texts.
@@ -116,8 +116,8 @@ impl Texts {
     }
 
     /// A `COM_QUERY`: fingerprints `sql` into `record` as [`Texts::sql`] does, and returns
-    /// the modes the session may be in once it has run ([`sql_mode_after`]).
-    pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlModes) -> SqlModes {
+    /// the modes the session may be in once it has run, if it may change them ([`sql_mode_after`]).
+    pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlModes) -> Option<SqlModes> {
         let (found, first_time) = self.look_up(sql, mode);
         if let Some(facts) = found.facts(&self.raw) {
             fill(record, sql, facts, first_time, &mut self.origins, self.examples);
@@ -265,7 +265,7 @@ mod tests {
     }
 
     /// What a record and the returned statement say, as a comparable string.
-    fn seen(texts: &mut Texts, sql: &str, mode: impl Into<SqlModes>) -> (String, SqlModes) {
+    fn seen(texts: &mut Texts, sql: &str, mode: impl Into<SqlModes>) -> (String, Option<SqlModes>) {
         let mode = mode.into();
         let mut r = record();
         let after = texts.query(&mut r, sql.as_bytes(), mode);

@@ -40,7 +40,7 @@ impl SessionModes {
         match c.command {
             COM_RESET_CONNECTION | COM_CHANGE_USER => Some(SqlModes::unknown(SqlMode::default())),
             COM_STMT_PREPARE => {
-                self.prepared_change |= sql_mode_after(c.payload, self.ahead) != self.ahead;
+                self.prepared_change |= sql_mode_after(c.payload, self.ahead).is_some();
                 None
             }
             COM_STMT_EXECUTE if self.prepared_change => Some(SqlModes::unknown(self.ahead.likely())),
@@ -48,10 +48,9 @@ impl SessionModes {
         }
     }
 
-    /// A command went up, read under `mode`, after which the session may be in `after`: only a
-    /// command that may change the modes is followed, and the next is read under both.
+    /// A command went up, read under `mode`, after which the session may be in `after` if it
+    /// may change the modes: the next is read under both, as it may fail.
     pub(super) fn sent(&mut self, mode: SqlModes, after: Option<SqlModes>) -> Option<SqlModes> {
-        let after = after.filter(|a| *a != mode);
         if let Some(a) = after {
             self.ahead = mode.or(a);
         }
@@ -102,7 +101,7 @@ mod tests {
             len: sql.len() as u64,
             query_attributes: false,
         };
-        let after = modes.change(&c).or(Some(sql_mode_after(sql.as_bytes(), read_under)));
+        let after = modes.change(&c).or(sql_mode_after(sql.as_bytes(), read_under));
         (read_under, modes.sent(read_under, after))
     }
 
