@@ -12,6 +12,8 @@ use super::readings::Mask;
 use super::sqlcommenter::Tags;
 use super::value::hash_literal;
 use super::write::push_token;
+
+mod hint;
 use super::{MAX_VALUES, SqlMode, StatementKind, trace};
 
 /// The reusable buffers a pass writes into; all owned by the `Fingerprinter`.
@@ -219,10 +221,28 @@ impl<'s> Normaliser<'s> {
                 if !hidden {
                     self.hidden_run = false;
                     self.significant(token);
-                } else if !std::mem::replace(&mut self.hidden_run, true) {
-                    let lit = Lit::Str { quote: b'\'', escaped: false, backslash: false };
-                    self.significant(Token::Literal { lit, negative: false, body: &[] });
+                } else {
+                    self.hidden(token);
                 }
+            }
+        }
+    }
+
+    /// A token some reading hides: the first of a run is written as `?`, the rest not at all.
+    /// A literal's value is kept either way (only its hash, for linking loops to parents).
+    fn hidden(&mut self, token: Token<'_>) {
+        let in_run = std::mem::replace(&mut self.hidden_run, true);
+        match token {
+            Token::Literal { lit, negative, body } if in_run => {
+                if self.values.len() < MAX_VALUES {
+                    self.values.push(hash_literal(lit, negative, body, self.scratch));
+                }
+            }
+            Token::Literal { .. } => self.significant(token),
+            _ if in_run => {}
+            _ => {
+                let lit = Lit::Str { quote: b'\'', escaped: false, backslash: false };
+                self.significant(Token::Literal { lit, negative: false, body: &[] });
             }
         }
     }
@@ -236,46 +256,6 @@ impl<'s> Normaliser<'s> {
         }
         self.hidden_run = false;
         self.end_statement();
-    }
-
-    /// Writes an optimizer hint as `/*+ ... */` with its own tokens normalised: it changes the
-    /// plan, so it is part of the statement, and a literal in it is still a literal. It is not a
-    /// token the list and clause trackers see: hints stand right after the verb.
-    fn hint(&mut self, body: &[u8]) {
-        if self.separator {
-            self.out.extend_from_slice(b"; ");
-            self.separator = false;
-        }
-        self.empty = false;
-        if !self.out.is_empty() && !matches!(self.out.last(), Some(b'(' | b' ')) {
-            self.out.push(b' ');
-        }
-        self.out.extend_from_slice(b"/*+");
-        let mut space = true;
-        let at = (body.as_ptr() as usize).wrapping_sub(self.input);
-        let mut lexer = Lexer::new(body, self.mode);
-        loop {
-            let from = at + lexer.pos();
-            let Some(mut token) = lexer.next() else { break };
-            if self.mask.is_some_and(|m| m.hides(from, at + lexer.pos())) && token != Token::Space {
-                token = Token::Placeholder;
-            }
-            let tight = matches!(token, Token::Punct(b',' | b')'));
-            let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with(b"-");
-            let visible = !matches!(token, Token::Space | Token::Comment(_) | Token::Hint(_));
-            if visible && ((space && !tight && !self.out.ends_with(b"(")) || minus_minus) {
-                self.out.push(b' ');
-            }
-            space &= !visible;
-            match token {
-                Token::Space | Token::Comment(_) | Token::Hint(_) => space = true,
-                Token::Semicolon => self.out.push(b';'),
-                _ => space = push_token(self.out, &token),
-            }
-        }
-        self.out.extend_from_slice(b" */");
-        // The next token is always spaced off, so the text normalises to itself.
-        self.space = true;
     }
 
     fn significant(&mut self, token: Token<'_>) {

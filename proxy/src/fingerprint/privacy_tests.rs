@@ -290,5 +290,6 @@ fn what_precedes_a_hidden_run_is_kept() {
     let sql = br#"SELECT 5 AS n, d.* FROM (SELECT 1 AS "a\", 'x"LEAKC1') AS d"#;
     let fp = f.fingerprint_in(sql, quotes);
     assert_eq!(fp.text, "select ? as n, d.* from (select ? as ?");
-    assert_eq!(fp.values.len(), 3, "{:?}", fp.values);
+    // The numbers before it are still values, which link a loop to its parent's rows.
+    assert_eq!(fp.values.get(..2), Some(&[super::hash_value(b"5"), super::hash_value(b"1")][..]));
 }
