@@ -311,6 +311,12 @@ impl Fingerprinter {
 /// rttscope cannot tell makes it any (see [`SqlModes`]). `None` when nothing in it does.
 #[must_use]
 pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
+    // Every statement that may change the mode names `sql_mode` or is an `EXECUTE`: most
+    // texts are passed over with one scan, without a lexer.
+    let names = |word: &[u8]| sql.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    if !names(b"sql_mode") && !names(b"execute") {
+        return None;
+    }
     let outcome = readings::read_all(sql, before, None);
     outcome.changes.then_some(outcome.after)
 }
