@@ -54,14 +54,15 @@ impl Mask {
         match token {
             Token::Literal { .. } => Self::mark(&mut self.literal, from, to),
             Token::Comment(_) => Self::mark(&mut self.comment, from, to),
-            // A hint's words are names in every reading that has the hint; its literals are not.
+            // A hint's words are names in every reading that has the hint; its literals are not,
+            // nor what the hint writer drops (a comment or a second `/*+` inside it).
             Token::Hint(body) => {
                 let start = (body.as_ptr() as usize).wrapping_sub(sql.as_ptr() as usize);
                 let mut lexer = Lexer::new(body, mode);
                 loop {
                     let at = lexer.pos();
                     let Some(t) = lexer.next() else { break };
-                    if matches!(t, Token::Literal { .. } | Token::Comment(_)) {
+                    if matches!(t, Token::Literal { .. } | Token::Comment(_) | Token::Hint(_)) {
                         Self::mark(&mut self.literal, start + at, start + lexer.pos());
                     }
                 }
