@@ -12,12 +12,12 @@
 //! Then under a set of modes not known for sure (`SqlModes`), the set and its
 //! likely mode chosen by the input's first byte, so that every combination is
 //! reached: the same invariants but idempotence (a masked text may read another
-//! way again), and that every word it keeps is a word under each of the modes
-//! it may be, read alone (a name in every reading, never part of a literal).
+//! way again), and that every word it keeps is part of a name under each of the
+//! modes it may be, read alone (a name in every reading, never part of a literal).
 
 use std::collections::HashSet;
 
-use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, SqlMode, SqlModes, Tags, hash_value};
+use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, SqlMode, SqlModes, Tags, hash_value, names};
 
 const MODES: [SqlMode; 4] = SqlMode::ALL;
 
@@ -43,7 +43,9 @@ pub fn run(sql: &[u8]) {
     assert_eq!(text.trim_ascii(), text, "untrimmed text");
     assert_eq!(Fingerprinter::new().fingerprint_in(sql, modes).text, text, "a reused fingerprinter disagrees");
     for mode in modes.iter() {
-        let alone = words(Fingerprinter::new().fingerprint_in(sql, mode).text);
+        // Names, not the normalised text: it drops some (a partial VALUES tuple, say).
+        let names: Vec<String> = names(sql, mode).iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+        let alone = words(&names.join(" "));
         let extra: Vec<_> = words(&text).into_iter().filter(|w| !alone.contains(w)).collect();
         assert!(extra.is_empty(), "{extra:?} kept under {modes:?}, no word under {mode:?}: {text:?}");
     }

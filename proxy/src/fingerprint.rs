@@ -321,6 +321,13 @@ pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
     outcome.changes.then_some(outcome.after)
 }
 
+/// The names (words, backticked names) in `sql` read under `mode` alone: for fuzz oracles.
+#[cfg(feature = "test-util")]
+#[must_use]
+pub fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
+    readings::names(sql, mode)
+}
+
 /// The hash behind [`Fingerprint::values`] (xxh3-64), public so the relay can hash a result-set
 /// cell or a binary-protocol parameter rendered as text and compare it with a query's literals.
 #[must_use]

@@ -256,3 +256,37 @@ impl Lexes {
         }
     }
 }
+
+/// Every name (word, backticked name, hint word) in `sql` read under `mode` alone, following
+/// the modes its statements set as the normaliser does: what a fuzz oracle checks that a text
+/// read under several modes keeps only names of each reading.
+#[cfg(feature = "test-util")]
+pub(super) fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
+    let mut names = Vec::new();
+    let mut lexer = Lexer::new(sql, mode);
+    let mut tracker = Tracker::default();
+    let mut mode = mode;
+    let mut hint_names = |body: &[u8], mode: SqlMode, names: &mut Vec<Vec<u8>>| {
+        for t in Lexer::new(body, mode) {
+            if let Token::Word(w, _) | Token::Quoted(w) = t {
+                names.push(w.to_vec());
+            }
+        }
+    };
+    while let Some(token) = lexer.next() {
+        match token {
+            Token::Semicolon => {
+                mode = tracker.end().likely(mode);
+                lexer.set_mode(mode);
+            }
+            Token::Word(w, _) | Token::Quoted(w) => {
+                tracker.step(&token);
+                names.push(w.to_vec());
+            }
+            Token::Hint(body) => hint_names(body, mode, &mut names),
+            Token::Space | Token::Comment(_) => {}
+            ref t => tracker.step(t),
+        }
+    }
+    names
+}
