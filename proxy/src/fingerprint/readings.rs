@@ -266,7 +266,7 @@ pub(super) fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
     let mut lexer = Lexer::new(sql, mode);
     let mut tracker = Tracker::default();
     let mut mode = mode;
-    let mut hint_names = |body: &[u8], mode: SqlMode, names: &mut Vec<Vec<u8>>| {
+    let hint_names = |body: &[u8], mode: SqlMode, names: &mut Vec<Vec<u8>>| {
         for t in Lexer::new(body, mode) {
             if let Token::Word(w, _) | Token::Quoted(w) = t {
                 names.push(w.to_vec());
