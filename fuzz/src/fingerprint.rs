@@ -65,9 +65,11 @@ fn modes_of(pick: u8) -> SqlModes {
 
 /// The words of a normalised text, lower case: runs of letters, digits, `_` and `$`.
 fn words(text: &str) -> HashSet<String> {
-    text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+    // Lower case first, as the normaliser writes names: `İ` lowers to `i` and a combining dot.
+    text.to_lowercase()
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+        .map(str::to_owned)
         .collect()
 }
 
