@@ -65,8 +65,10 @@ fn modes_of(pick: u8) -> SqlModes {
 
 /// The words of a normalised text, lower case: runs of letters, digits, `_` and `$`.
 fn words(text: &str) -> HashSet<String> {
-    // Lower case first, as the normaliser writes names: `İ` lowers to `i` and a combining dot.
-    text.to_lowercase()
+    // Lower case first and a character at a time, as the normaliser writes names: `İ` lowers
+    // to `i` and a combining dot, and `Σ` to `σ` wherever it stands.
+    let lower: String = text.chars().flat_map(char::to_lowercase).collect();
+    lower
         .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
         .filter(|w| !w.is_empty())
         .map(str::to_owned)
