@@ -8,15 +8,18 @@
 //! keeps one per connection and reuses its buffers. All of it under each
 //! `sql_mode` that changes tokenizing, and the sqlcommenter comment it points
 //! at lies within the input and reads as one.
+//!
+//! Then under a set of modes not known for sure (`SqlModes`), the set and its
+//! likely mode chosen by the input's first byte, so that every combination is
+//! reached: the same invariants but idempotence (a masked text may read another
+//! way again), and that every word it keeps is part of a name under each of the
+//! modes it may be, read alone (a name in every reading, never part of a literal).
 
-use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, SqlMode, Tags, hash_value};
+use std::collections::HashSet;
 
-const MODES: [SqlMode; 4] = [
-    SqlMode { no_backslash_escapes: false, ansi_quotes: false },
-    SqlMode { no_backslash_escapes: true, ansi_quotes: false },
-    SqlMode { no_backslash_escapes: false, ansi_quotes: true },
-    SqlMode { no_backslash_escapes: true, ansi_quotes: true },
-];
+use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, SqlMode, SqlModes, Tags, hash_value, names};
+
+const MODES: [SqlMode; 4] = SqlMode::ALL;
 
 /// Unrelated SQL run first through the reused fingerprinter, long enough to
 /// leave values, a trace id and a grown buffer behind.
@@ -31,6 +34,45 @@ pub fn run(sql: &[u8]) {
     for mode in MODES {
         run_in(sql, mode, &mut reused);
     }
+    let Some((&pick, sql)) = sql.split_first() else { return };
+    let modes = modes_of(pick);
+    let fp = reused.fingerprint_in(sql, modes);
+    let (id, text) = (fp.id, fp.text.to_owned());
+    assert_eq!(id.0, hash_value(text.as_bytes()));
+    assert!(fp.values.len() <= MAX_VALUES);
+    assert_eq!(text.trim_ascii(), text, "untrimmed text");
+    assert_eq!(Fingerprinter::new().fingerprint_in(sql, modes).text, text, "a reused fingerprinter disagrees");
+    for mode in modes.iter() {
+        // Names, not the normalised text: it drops some (a partial VALUES tuple, say).
+        let names: Vec<String> = names(sql, mode).iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+        let alone = words(&names.join(" "));
+        let extra: Vec<_> = words(&text).into_iter().filter(|w| !alone.contains(w)).collect();
+        assert!(extra.is_empty(), "{extra:?} kept under {modes:?}, no word under {mode:?}: {text:?}");
+    }
+}
+
+/// The modes a byte picks: its low four bits the set (never empty), the next two the likely.
+fn modes_of(pick: u8) -> SqlModes {
+    let likely = MODES[usize::from(pick >> 4 & 3)];
+    let mut modes = SqlModes::known(likely);
+    for (i, mode) in MODES.into_iter().enumerate() {
+        if pick & (1 << i) != 0 {
+            modes = SqlModes::known(mode).or(modes);
+        }
+    }
+    modes
+}
+
+/// The words of a normalised text, lower case: runs of letters, digits, `_` and `$`.
+fn words(text: &str) -> HashSet<String> {
+    // Lower case first and a character at a time, as the normaliser writes names: `İ` lowers
+    // to `i` and a combining dot, and `Σ` to `σ` wherever it stands.
+    let lower: String = text.chars().flat_map(char::to_lowercase).collect();
+    lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn run_in(sql: &[u8], mode: SqlMode, reused: &mut Fingerprinter) {
@@ -64,6 +106,10 @@ fn run_in(sql: &[u8], mode: SqlMode, reused: &mut Fingerprinter) {
         "a reused fingerprinter disagrees with a fresh one"
     );
 
-    let twice = reused.fingerprint_in(text.as_bytes(), mode);
-    assert_eq!(twice.text, text, "normalising is not idempotent");
+    // A normalised `SET sql_mode = ?` no longer says which mode it set: the text after it may
+    // read under every mode, and a backslash in a name there is then masked.
+    if !text.to_ascii_lowercase().contains("sql_mode") {
+        let twice = reused.fingerprint_in(text.as_bytes(), mode);
+        assert_eq!(twice.text, text, "normalising is not idempotent");
+    }
 }

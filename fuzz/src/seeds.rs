@@ -63,6 +63,14 @@ pub fn all() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ("comments", "/*+ hint */ select `Odd Name`, 1e10 -- c\n from t # x\n where a-1 IS NOT NULL; select 2;"),
         ("trace", "/* traceparent='00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' */ UPDATE t SET a = ?"),
         ("truncated", "INSERT INTO t VALUES (1, 'abc'), (2, 'de"),
+        // The first byte picks the modes not known for sure (all four here, or two).
+        ("unsure_backslash", "\x0fSELECT 'a\\', 'b' FROM t WHERE c = \"d\\\"e\""),
+        ("unsure_quotes", "\x05SELECT \"a\\\", 'b', c FROM t"),
+        (
+            "unknown_change",
+            "\x01SET sql_mode = CONCAT(@@sql_mode, ',ANSI'); SELECT \"x\\\", 'y'; SET sql_mode=''; SELECT 1",
+        ),
+        ("executable", "\x0f/*!40101 SET SQL_MODE='ANSI_QUOTES' */; SELECT /*! 'a*/ b '*/, /*+ INDEX(t i) */ 'c\\'"),
     ] {
         add("fingerprint", name, sql.as_bytes().to_vec());
     }

@@ -23,6 +23,8 @@
 //! | `/* */`, `/*! */`, `-- ` and `#` comments | removed (read for sqlcommenter tags first) |
 //! | `/*+ INDEX(t i) */` optimizer hints | kept, normalised like the rest: `/*+ index(t i) */` |
 //! | `"..."` | `?`, whether a string or (under `ANSI_QUOTES`) a name: see [`SqlMode`] |
+//! | the SQL in an executable comment (`/*!40101 SET ... */`) | removed, but read as SQL: a `*/` in one of its strings does not end it |
+//! | under a mode not known for sure ([`SqlModes`]), a run of tokens some reading puts in a literal or comment | one `?` |
 //! | whitespace runs | one space; none after `(` or before `,` `)`; always one after `,` |
 //! | `SELECT 1; SELECT 2;` | `select ?; select ?` (empty statements and the final `;` dropped) |
 //!
@@ -31,14 +33,17 @@
 //! string or comment runs to the end, an open all-literal `IN (` list collapses, and a partial
 //! trailing `VALUES` tuple is dropped, so a truncated bulk insert keeps the id of the whole.
 
+mod assign;
 mod facts;
 mod lexer;
 mod mode;
 mod normalise;
+mod readings;
 mod sqlcommenter;
 mod summary;
 mod trace;
 mod value;
+mod write;
 
 #[cfg(test)]
 mod privacy_tests;
@@ -48,7 +53,7 @@ mod tests;
 use std::fmt;
 use std::str::FromStr;
 
-pub use mode::{SqlMode, sql_mode_assigned};
+pub use mode::{SqlMode, SqlModes};
 pub use sqlcommenter::{Tags, decode as decode_tag};
 pub use summary::{MAX_SUMMARY, summary};
 
@@ -221,6 +226,8 @@ pub struct Fingerprinter {
     values: Vec<u64>,
     scratch: Vec<u8>,
     trace: [u8; 32],
+    /// What the other readings hide, when the mode is not known for sure.
+    mask: readings::Mask,
 }
 
 impl Default for Fingerprinter {
@@ -238,6 +245,7 @@ impl Fingerprinter {
             values: Vec::with_capacity(MAX_VALUES),
             scratch: Vec::with_capacity(256),
             trace: [0; 32],
+            mask: readings::Mask::default(),
         }
     }
 
@@ -247,20 +255,20 @@ impl Fingerprinter {
         self.fingerprint_in(sql, SqlMode::default())
     }
 
-    /// Fingerprints `sql` as the server reads it under `mode`.
-    pub fn fingerprint_in(&mut self, sql: &[u8], mode: SqlMode) -> Fingerprint<'_> {
-        self.text.clear();
-        self.values.clear();
-        let summary = normalise::normalise(
-            sql,
-            mode,
-            normalise::Buffers {
-                text: &mut self.text,
-                values: &mut self.values,
-                scratch: &mut self.scratch,
-                trace: &mut self.trace,
-            },
-        );
+    /// Fingerprints `sql` as the server reads it under `modes`: when that is more than one mode
+    /// (or the text changes the mode in a way it cannot tell), as every reading, each token some
+    /// reading puts inside a literal or a comment written as `?`.
+    ///
+    /// Only a text with a backslash can read differently, so with one mode and none of those,
+    /// or with no backslash at all, it is the one pass [`Fingerprinter::fingerprint`] makes.
+    pub fn fingerprint_in(&mut self, sql: &[u8], modes: impl Into<SqlModes>) -> Fingerprint<'_> {
+        let modes = modes.into();
+        let mut masked = !modes.is_known() && sql.contains(&b'\\') && self.read_all(sql, modes);
+        let mut summary = self.normalise(sql, modes.likely(), masked);
+        if !masked && summary.guessed && sql.contains(&b'\\') && self.read_all(sql, modes) {
+            masked = true;
+            summary = self.normalise(sql, modes.likely(), masked);
+        }
         let trace = if summary.trace { std::str::from_utf8(&self.trace).ok() } else { None };
         Fingerprint {
             id: FingerprintId(hash_value(&self.text)),
@@ -276,6 +284,48 @@ impl Fingerprinter {
             tags: summary.tags,
         }
     }
+}
+
+impl Fingerprinter {
+    /// Reads `sql` every way `modes` allows into the mask; whether the readings differ.
+    fn read_all(&mut self, sql: &[u8], modes: SqlModes) -> bool {
+        readings::read_all(sql, modes, Some(&mut self.mask)).forked
+    }
+
+    fn normalise(&mut self, sql: &[u8], mode: SqlMode, masked: bool) -> normalise::Summary {
+        self.text.clear();
+        self.values.clear();
+        let buffers = normalise::Buffers {
+            text: &mut self.text,
+            values: &mut self.values,
+            scratch: &mut self.scratch,
+            trace: &mut self.trace,
+        };
+        normalise::normalise(sql, mode, masked.then_some(&self.mask), buffers)
+    }
+}
+
+/// The modes the session may be in after `sql` runs, from `before`, if any statement in it
+/// may change them (even back to what they were: a failure between two changes leaves the
+/// first): a literal `SET sql_mode` makes it one, anything that may change it in a way
+/// rttscope cannot tell makes it any (see [`SqlModes`]). `None` when nothing in it does.
+#[must_use]
+pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
+    // Every statement that may change the mode names `sql_mode` or is an `EXECUTE`: most
+    // texts are passed over with one scan, without a lexer.
+    let names = |word: &[u8]| sql.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
+    if !names(b"sql_mode") && !names(b"execute") {
+        return None;
+    }
+    let outcome = readings::read_all(sql, before, None);
+    outcome.changes.then_some(outcome.after)
+}
+
+/// The names (words, backticked names) in `sql` read under `mode` alone: for fuzz oracles.
+#[cfg(feature = "test-util")]
+#[must_use]
+pub fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
+    readings::names(sql, mode)
 }
 
 /// The hash behind [`Fingerprint::values`] (xxh3-64), public so the relay can hash a result-set

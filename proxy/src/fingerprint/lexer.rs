@@ -99,11 +99,49 @@ pub(super) struct Lexer<'a> {
     backslash: bool,
     /// `"` quotes identifiers (`ANSI_QUOTES`).
     ansi_quotes: bool,
+    /// Inside an executable comment (`/*! ... */`): its body is SQL, lexed as such, so a
+    /// `*/` inside one of its strings does not end it; the first `*/` outside one does.
+    executable: bool,
+}
+
+/// Where a lexer can stop and another start again: after a `;` the lexer's only state is
+/// its position and whether it is inside an executable comment (`/*!40101 SET a=1; ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Resume {
+    pub(super) pos: usize,
+    pub(super) executable: bool,
 }
 
 impl<'a> Lexer<'a> {
     pub(super) fn new(src: &'a [u8], mode: SqlMode) -> Self {
-        Self { src, pos: 0, prev: Prev::Operator, backslash: !mode.no_backslash_escapes, ansi_quotes: mode.ansi_quotes }
+        Self::resume(src, Resume { pos: 0, executable: false }, mode)
+    }
+
+    /// A lexer that starts at `at` (a statement boundary another lexer reached) under `mode`.
+    pub(super) fn resume(src: &'a [u8], at: Resume, mode: SqlMode) -> Self {
+        Self {
+            src,
+            pos: at.pos,
+            prev: Prev::Operator,
+            backslash: !mode.no_backslash_escapes,
+            ansi_quotes: mode.ansi_quotes,
+            executable: at.executable,
+        }
+    }
+
+    /// Where the next token starts, to resume from.
+    pub(super) fn resume_point(&self) -> Resume {
+        Resume { pos: self.pos, executable: self.executable }
+    }
+
+    /// Offset of the next token in the input.
+    pub(super) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The last token came from inside an executable comment's body.
+    pub(super) fn in_executable_comment(&self) -> bool {
+        self.executable
     }
 
     /// Reads what follows under `mode`: the `;` of a statement that changed it has been read.
@@ -282,6 +320,16 @@ impl<'a> Iterator for Lexer<'a> {
             b'#' => self.line_comment(start + 1),
             // MySQL needs a space or control byte after `--`, so `1--1` is one minus minus one.
             b'-' if next == Some(b'-') && self.at(start + 2).is_none_or(|c| c <= b' ') => self.line_comment(start + 2),
+            b'/' if next == Some(b'*') && !self.executable && self.executable_marker(start + 2).is_some() => {
+                self.pos = self.executable_marker(start + 2).unwrap_or(start + 2);
+                self.executable = true;
+                Token::Space
+            }
+            b'*' if next == Some(b'/') && self.executable => {
+                self.pos = start + 2;
+                self.executable = false;
+                Token::Space
+            }
             b'/' if next == Some(b'*') => {
                 let body = start + 2;
                 let close = self.slice(body, self.src.len()).windows(2).position(|w| w == b"*/");
@@ -344,6 +392,21 @@ impl<'a> Iterator for Lexer<'a> {
 }
 
 impl<'a> Lexer<'a> {
+    /// After `/*` at `i`: where an executable comment's SQL starts, past `!` or MariaDB's `M!`
+    /// and a 5- or 6-digit version; `None` for any other comment.
+    ///
+    /// A version is not weighed: the body is read as SQL even where a server older than it
+    /// would skip it as a comment. Versions here are old (`/*!40101` in every mysqldump file).
+    fn executable_marker(&self, i: usize) -> Option<usize> {
+        let body = match (self.at(i), self.at(i + 1)) {
+            (Some(b'!'), _) => i + 1,
+            (Some(b'M'), Some(b'!')) => i + 2,
+            _ => return None,
+        };
+        let digits = self.run(body, |c| c.is_ascii_digit());
+        Some(if matches!(digits - body, 5 | 6) { digits } else { body })
+    }
+
     fn line_comment(&mut self, body: usize) -> Token<'a> {
         let end = self.run(body, |c| c != b'\n');
         self.pos = end;

@@ -5,11 +5,15 @@
 //! and replaced by `(?+)`. Cut points are always token boundaries in the output, so cutting
 //! never splits a character.
 
+use super::assign::{Change, Tracker};
 use super::facts::{KindTracker, Limit, LimitTracker};
-use super::lexer::{Kw, Lexer, Token};
-use super::mode::ModeTracker;
+use super::lexer::{Kw, Lexer, Lit, Token};
+use super::readings::Mask;
 use super::sqlcommenter::Tags;
 use super::value::hash_literal;
+use super::write::push_token;
+
+mod hint;
 use super::{MAX_VALUES, SqlMode, StatementKind, trace};
 
 /// The reusable buffers a pass writes into; all owned by the `Fingerprinter`.
@@ -28,14 +32,21 @@ pub(super) struct Summary {
     pub(super) trace: bool,
     /// Where in the input the first sqlcommenter comment's body is.
     pub(super) tags: Option<(usize, usize)>,
+    /// A statement changed the mode in a way the text cannot tell, and more text followed:
+    /// read under one guess, which a mask over every reading must back up.
+    pub(super) guessed: bool,
 }
 
-pub(super) fn normalise(sql: &[u8], mode: SqlMode, buffers: Buffers<'_>) -> Summary {
-    let mut n = Normaliser::new(buffers, mode);
+/// Normalises `sql` read under `mode`; with a `mask`, every token it hides is written as `?`
+/// (a run of them as one), whatever this reading makes of it.
+pub(super) fn normalise(sql: &[u8], mode: SqlMode, mask: Option<&Mask>, buffers: Buffers<'_>) -> Summary {
+    let mut n = Normaliser::new(buffers, mode, mask);
     n.input = sql.as_ptr() as usize;
     let mut lexer = Lexer::new(sql, mode);
-    while let Some(token) = lexer.next() {
-        n.feed(token);
+    loop {
+        let from = lexer.pos();
+        let Some(token) = lexer.next() else { break };
+        n.feed(token, from, lexer.pos(), lexer.in_executable_comment());
         if let Some(mode) = n.mode_set.take() {
             lexer.set_mode(mode);
             n.mode = mode;
@@ -48,6 +59,7 @@ pub(super) fn normalise(sql: &[u8], mode: SqlMode, buffers: Buffers<'_>) -> Summ
         rows_in_values: n.rows,
         trace: n.trace_found,
         tags: n.tags,
+        guessed: n.guessed,
     }
 }
 
@@ -100,9 +112,14 @@ struct Normaliser<'s> {
     /// The address of the input's first byte: a comment's offset is its address less this.
     input: usize,
     /// Follows each statement for a `SET sql_mode` that changes how the next ones read.
-    mode_tracker: ModeTracker,
+    mode_tracker: Tracker,
     /// The mode the statement just ended set: what the rest of the input is read under.
     mode_set: Option<SqlMode>,
+    guessed: bool,
+    /// What some reading of the text hides: never written.
+    mask: Option<&'s Mask>,
+    /// The last significant token was hidden: a hidden token right after it writes nothing.
+    hidden_run: bool,
     tags: Option<(usize, usize)>,
     out: &'s mut Vec<u8>,
     values: &'s mut Vec<u64>,
@@ -134,12 +151,15 @@ struct Normaliser<'s> {
 }
 
 impl<'s> Normaliser<'s> {
-    fn new(b: Buffers<'s>, mode: SqlMode) -> Self {
+    fn new(b: Buffers<'s>, mode: SqlMode, mask: Option<&'s Mask>) -> Self {
         Self {
             mode,
             input: 0,
-            mode_tracker: ModeTracker::default(),
+            mode_tracker: Tracker::default(),
             mode_set: None,
+            guessed: false,
+            mask,
+            hidden_run: false,
             tags: None,
             out: b.text,
             values: b.values,
@@ -166,11 +186,24 @@ impl<'s> Normaliser<'s> {
         }
     }
 
-    fn feed(&mut self, token: Token<'_>) {
+    /// One token, at `from..to` in the input; `executable` when it is in a `/*! */` comment.
+    fn feed(&mut self, token: Token<'_>, from: usize, to: usize, executable: bool) {
+        let hidden = self.mask.is_some_and(|m| m.hides(from, to));
         match token {
             Token::Space => self.space = true,
+            // Its body is SQL the server runs, but as a comment it is not written: only what
+            // it does to the mode counts.
+            Token::Semicolon => self.statement_ended(),
+            token if executable => {
+                self.space = true;
+                self.mode_tracker.step(&token);
+            }
             Token::Comment(body) => {
                 self.space = true;
+                // A comment in one reading may be a literal in another: no tags from it then.
+                if self.mask.is_some_and(|m| m.in_literal(from, to)) {
+                    return;
+                }
                 if !self.trace_found
                     && let Some(id) = trace::trace_id(body)
                 {
@@ -183,48 +216,46 @@ impl<'s> Normaliser<'s> {
                 }
             }
             Token::Hint(body) => self.hint(body),
-            Token::Semicolon => {
-                self.mode_set = self.mode_tracker.end();
-                self.end_statement();
-            }
             token => {
                 self.mode_tracker.step(&token);
-                self.significant(token);
+                if !hidden {
+                    self.hidden_run = false;
+                    self.significant(token);
+                } else {
+                    self.hidden(token);
+                }
             }
         }
     }
 
-    /// Writes an optimizer hint as `/*+ ... */` with its own tokens normalised: it changes the
-    /// plan, so it is part of the statement, and a literal in it is still a literal. It is not a
-    /// token the list and clause trackers see: hints stand right after the verb.
-    fn hint(&mut self, body: &[u8]) {
-        if self.separator {
-            self.out.extend_from_slice(b"; ");
-            self.separator = false;
-        }
-        self.empty = false;
-        if !self.out.is_empty() && !matches!(self.out.last(), Some(b'(' | b' ')) {
-            self.out.push(b' ');
-        }
-        self.out.extend_from_slice(b"/*+");
-        let mut space = true;
-        for token in Lexer::new(body, self.mode) {
-            let tight = matches!(token, Token::Punct(b',' | b')'));
-            let minus_minus = matches!(token, Token::Punct(b'-')) && self.out.ends_with(b"-");
-            let visible = !matches!(token, Token::Space | Token::Comment(_) | Token::Hint(_));
-            if visible && ((space && !tight && !self.out.ends_with(b"(")) || minus_minus) {
-                self.out.push(b' ');
+    /// A token some reading hides: the first of a run is written as `?`, the rest not at all.
+    /// A literal's value is kept either way (only its hash, for linking loops to parents).
+    fn hidden(&mut self, token: Token<'_>) {
+        let in_run = std::mem::replace(&mut self.hidden_run, true);
+        match token {
+            Token::Literal { lit, negative, body } if in_run => {
+                if self.values.len() < MAX_VALUES {
+                    self.values.push(hash_literal(lit, negative, body, self.scratch));
+                }
             }
-            space &= !visible;
-            match token {
-                Token::Space | Token::Comment(_) | Token::Hint(_) => space = true,
-                Token::Semicolon => self.out.push(b';'),
-                _ => space = push_token(self.out, &token),
+            Token::Literal { .. } => self.significant(token),
+            _ if in_run => {}
+            _ => {
+                let lit = Lit::Str { quote: b'\'', escaped: false, backslash: false };
+                self.significant(Token::Literal { lit, negative: false, body: &[] });
             }
         }
-        self.out.extend_from_slice(b" */");
-        // The next token is always spaced off, so the text normalises to itself.
-        self.space = true;
+    }
+
+    /// A `;`: the statement's change to the mode holds for the rest of the text.
+    fn statement_ended(&mut self) {
+        let change = self.mode_tracker.end();
+        self.guessed |= matches!(change, Change::Unknown { .. });
+        if change != Change::None {
+            self.mode_set = Some(change.likely(self.mode));
+        }
+        self.hidden_run = false;
+        self.end_statement();
     }
 
     fn significant(&mut self, token: Token<'_>) {
@@ -445,72 +476,5 @@ impl<'s> Normaliser<'s> {
         self.rows_blocked = false;
         self.expect_in = None;
         self.expect_values = None;
-    }
-}
-
-/// Writes a token's normalised text: names lower-cased, quoted names in backticks, every
-/// literal `?`; spaces, comments, hints and semicolons write nothing here. Returns whether
-/// it wrote a comma: one canonical space follows, so `a,b` and `a, b` are the same query.
-fn push_token(out: &mut Vec<u8>, token: &Token<'_>) -> bool {
-    match *token {
-        // Lower-casing the name `0X1F` would turn it into the literal `0x1f`.
-        Token::Word(w, _) if w.starts_with(b"0X") || w.starts_with(b"0B") => push_lossy(out, w),
-        Token::Word(w, _) => push_lower(out, w),
-        Token::Quoted(w) => {
-            out.push(b'`');
-            push_lossy(out, w);
-            out.push(b'`');
-        }
-        Token::Literal { .. } | Token::Placeholder => out.push(b'?'),
-        Token::Punct(b) => {
-            // Punctuation is ASCII (the lexer reads bytes from 0x80 as part of a word); the
-            // text stays UTF-8 whatever comes.
-            if b.is_ascii() {
-                out.push(b);
-            } else {
-                out.extend_from_slice(REPLACEMENT);
-            }
-            return b == b',';
-        }
-        Token::Space | Token::Comment(_) | Token::Hint(_) | Token::Semicolon => {}
-    }
-    false
-}
-
-/// Lower-cases a word; bytes that are not UTF-8 become U+FFFD, one per invalid sequence.
-fn push_lower(out: &mut Vec<u8>, bytes: &[u8]) {
-    // Nearly every word is ASCII: lower-cased a byte at a time, without decoding it (written
-    // as characters into a `String`, a word cost about 120 instructions; callgrind).
-    if bytes.is_ascii() {
-        out.extend(bytes.iter().map(u8::to_ascii_lowercase));
-        return;
-    }
-    let mut utf8 = [0u8; 4];
-    for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            for lower in c.to_lowercase() {
-                out.extend_from_slice(lower.encode_utf8(&mut utf8).as_bytes());
-            }
-        }
-        if !chunk.invalid().is_empty() {
-            out.extend_from_slice(REPLACEMENT);
-        }
-    }
-}
-
-/// U+FFFD in UTF-8: what an invalid sequence becomes.
-const REPLACEMENT: &[u8] = "\u{FFFD}".as_bytes();
-
-/// Copies `bytes`, each invalid UTF-8 sequence made U+FFFD.
-fn push_lossy(out: &mut Vec<u8>, bytes: &[u8]) {
-    if bytes.is_ascii() {
-        out.extend_from_slice(bytes);
-        return;
-    }
-    for chunk in bytes.utf8_chunks() {
-        out.extend_from_slice(chunk.valid().as_bytes());
-        if !chunk.invalid().is_empty() {
-            out.extend_from_slice(REPLACEMENT);
-        }
     }
 }

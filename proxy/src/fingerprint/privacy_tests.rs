@@ -1,9 +1,10 @@
 //! No literal survives fingerprinting, whatever the session's `sql_mode`: random SQL with a
-//! marker inside every literal, written as a client would write it under each mode.
+//! marker inside every literal, written as a client would write it under each mode, and read
+//! under that mode, or under a set of modes that holds it when the mode is not known for sure.
 
 use proptest::prelude::*;
 
-use super::{Fingerprinter, SqlMode};
+use super::{Fingerprinter, SqlMode, SqlModes};
 
 /// Put in every literal and comment; must never appear in a normalised text.
 const MARKER: &str = "LeakMark";
@@ -83,6 +84,8 @@ fn statement(mode: SqlMode) -> impl Strategy<Value = String> {
         }),
         1 => (content(), any::<bool>()).prop_map(move |(body, bq)| quoted(&body, '"', mode, bq)),
         1 => content().prop_map(|body| format!("/* {} */", comment_safe(&body, "*/"))),
+        // An executable comment's body is SQL: a `*/` in one of its strings does not end it.
+        1 => (content(), any::<bool>()).prop_map(move |(body, bq)| format!("/*!40101 {} */", quoted(&body, '\'', mode, bq))),
         // A hint's words are names, kept like the statement's; only its literals are values.
         1 => Just("/*+ INDEX(t i) */".to_string()),
         1 => (content(), any::<bool>())
@@ -102,6 +105,43 @@ fn mode_and_statement() -> impl Strategy<Value = (SqlMode, String)> {
     any_mode().prop_flat_map(|mode| statement(mode).prop_map(move |sql| (mode, sql)))
 }
 
+/// Modes rttscope may believe possible when the server is in `mode`: `mode` and any others,
+/// any one of them the likely reading.
+fn modes_holding(mode: SqlMode) -> impl Strategy<Value = SqlModes> {
+    (any::<[bool; 4]>(), 0..4usize).prop_map(move |(others, likely)| {
+        let mut modes = SqlModes::known(mode);
+        for (m, on) in SqlMode::ALL.into_iter().zip(others) {
+            if on {
+                modes = modes.or(SqlModes::known(m));
+            }
+        }
+        let likely = SqlMode::ALL[likely];
+        if modes.may_be(likely) { modes.or(SqlModes::known(likely)) } else { modes }
+    })
+}
+
+/// A statement written for the server's mode, and what rttscope believes possible.
+fn uncertain_modes_and_statement() -> impl Strategy<Value = (SqlModes, String)> {
+    any_mode().prop_flat_map(|mode| (modes_holding(mode), statement(mode)))
+}
+
+/// A `SET sql_mode` rttscope cannot read, half way through a query: the rest is written for
+/// whichever mode it set.
+fn unknown_change_and_statements() -> impl Strategy<Value = (SqlMode, String)> {
+    let unreadable = prop::sample::select(vec![
+        "SET sql_mode = @saved",
+        "SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+        "SET sql_mode = 4",
+        "SET sql_mode = DEFAULT",
+        "EXECUTE s",
+        "/*!40101 SET sql_mode = @m */",
+    ]);
+    (any_mode(), any_mode(), unreadable).prop_flat_map(|(before, after, set)| {
+        (statement(before), statement(after))
+            .prop_map(move |(first, second)| (before, format!("{first}; {set}; {second}")))
+    })
+}
+
 /// A multi-statement query that changes the mode half way: the rest is written for the new one.
 fn mode_change_and_statements() -> impl Strategy<Value = (SqlMode, String)> {
     (any_mode(), any_mode()).prop_flat_map(|(before, after)| {
@@ -118,8 +158,27 @@ fn mode_change_and_statements() -> impl Strategy<Value = (SqlMode, String)> {
     })
 }
 
+/// Whether the marker is in `text`, as the reports would show it.
+fn leaks(text: &str) -> bool {
+    text.to_ascii_lowercase().contains(&MARKER.to_ascii_lowercase())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_marker_survives_a_mode_not_known_for_sure((modes, sql) in uncertain_modes_and_statement()) {
+        let mut f = Fingerprinter::new();
+        let fp = f.fingerprint_in(sql.as_bytes(), modes);
+        prop_assert!(!leaks(fp.text), "{modes:?} {sql:?} -> {:?}", fp.text);
+    }
+
+    #[test]
+    fn no_marker_survives_a_mode_set_unreadably_in_the_same_query((mode, sql) in unknown_change_and_statements()) {
+        let mut f = Fingerprinter::new();
+        let fp = f.fingerprint_in(sql.as_bytes(), mode);
+        prop_assert!(!leaks(fp.text), "{mode:?} {sql:?} -> {:?}", fp.text);
+    }
 
     #[test]
     fn no_marker_survives_under_any_mode((mode, sql) in mode_and_statement()) {
@@ -180,4 +239,57 @@ fn literal_values_hash_as_the_mode_reads_them() {
     assert_eq!(raw, [super::hash_value(b"a\\n'")]);
     let escaped = f.fingerprint(br"SELECT 'a\n'''").values.to_vec();
     assert_eq!(escaped, [super::hash_value(b"a\n'")]);
+}
+
+#[test]
+fn an_executable_comment_ends_outside_its_strings() {
+    let mut f = Fingerprinter::new();
+    assert_eq!(f.fingerprint(b"SELECT /*! 'a*/ LEAKC1 '*/").text, "select");
+    assert_eq!(f.fingerprint(b"SELECT /*!40001 SQL_NO_CACHE */ * FROM t").text, "select * from t");
+    assert_eq!(f.fingerprint(b"SELECT 1 /*M!100101 , 'x*/' */, 2").text, "select ?, ?");
+    // mysqldump's preamble sets the mode for what follows.
+    let dump = br#"/*!40101 SET SQL_MODE='ANSI_QUOTES' */; SELECT "a\", 'LEAKC2'"#;
+    assert_eq!(f.fingerprint(dump).text, "select ?, ?");
+}
+
+#[test]
+fn a_mode_not_known_for_sure_masks_what_any_reading_hides() {
+    let unsure = SqlModes::unknown(SqlMode::default());
+    let mut f = Fingerprinter::new();
+    // Read with backslash escapes, the rest of the text is in a string.
+    assert_eq!(f.fingerprint_in(br"SELECT 'a\', 'LEAKC1' FROM t", unsure).text, "select ?");
+    assert_eq!(f.fingerprint_in(br#"SELECT "a\", 'LEAKC2' FROM t"#, unsure).text, "select ?");
+    // Only the backslash escapes are known (the status flags say so); `ANSI_QUOTES` is not.
+    let quotes = SqlModes::unknown(SqlMode::default()).with_backslash_status(false);
+    assert_eq!(f.fingerprint_in(br#"SELECT "a\", 'LEAKC3', b FROM t"#, quotes).text, "select ?");
+    // Where every reading agrees, the text is the one a known mode gives: ids do not move.
+    let agree: [(&[u8], SqlModes); 3] = [
+        (br"SELECT * FROM t WHERE a = 'O\'Brien' AND b IN (1, 2)", quotes),
+        (br#"SELECT "x" FROM t WHERE a = 'b'"#, unsure),
+        (br"SELECT /*+ INDEX(t i) */ a FROM t WHERE b = 'c'; SELECT 1", unsure),
+    ];
+    for (sql, modes) in agree {
+        let known = f.fingerprint(sql).id;
+        assert_eq!(f.fingerprint_in(sql, modes).id, known, "{}", String::from_utf8_lossy(sql));
+    }
+}
+
+#[test]
+fn an_unreadable_mode_change_masks_the_statements_after_it() {
+    let mut f = Fingerprinter::new();
+    let sql = br"SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); SELECT 'a\', 'LEAKC1'";
+    assert_eq!(f.fingerprint(sql).text, "set sql_mode = concat(@@sql_mode, ?); select ?");
+    let sql = br"SET sql_mode = @m; SELECT 1; SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\', 'b'";
+    assert_eq!(f.fingerprint(sql).text, "set sql_mode = @m; select ?; set sql_mode = ?; select ?, ?");
+}
+
+#[test]
+fn what_precedes_a_hidden_run_is_kept() {
+    let quotes = SqlModes::unknown(SqlMode::default()).with_backslash_status(false);
+    let mut f = Fingerprinter::new();
+    let sql = br#"SELECT 5 AS n, d.* FROM (SELECT 1 AS "a\", 'x"LEAKC1') AS d"#;
+    let fp = f.fingerprint_in(sql, quotes);
+    assert_eq!(fp.text, "select ? as n, d.* from (select ? as ?");
+    // The numbers before it are still values, which link a loop to its parent's rows.
+    assert_eq!(fp.values.get(..2), Some(&[super::hash_value(b"5"), super::hash_value(b"1")][..]));
 }

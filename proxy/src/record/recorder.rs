@@ -15,16 +15,16 @@ use super::rows::RowSample;
 use super::statements::{LAST_PREPARED, Statement, Statements, changes_registry, names_statement};
 use super::texts::Texts;
 use super::{CommandRecord, Connected, Event, EventSink, IdentityChange, ResponseSampler, Tap, micros};
-use crate::fingerprint::{FingerprintId, SqlMode, traceparent as traceparent_id};
+use crate::fingerprint::{FingerprintId, SqlModes, traceparent as traceparent_id};
 use crate::live::{Legs, LiveConnection, TlsInfo};
 use crate::protocol::binary::query_attributes;
 use crate::protocol::constants::command::{self, *};
-use crate::protocol::constants::status::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::handshake::HandshakeResponse41;
 use crate::protocol::packets::{column_type, u32_at};
 use crate::protocol::session::CONNECT;
 use crate::protocol::{ColumnOf, CommandPacket, Direction, Identity, Observer, Summary};
 use crate::socket::{LinkSample, LossCounters};
+use modes::SessionModes;
 
 /// The placeholder id of a record not yet attributed to a statement.
 const UNNAMED: FingerprintId = FingerprintId(0);
@@ -43,8 +43,8 @@ struct InFlight {
     /// For COM_STMT_PREPARE: the statement to remember once the server accepts it. Boxed:
     /// it is large and rare, and every command's in-flight entry is moved twice.
     prepare: Option<Box<Statement>>,
-    /// A `SET sql_mode` that turns `ANSI_QUOTES` on or off once the server accepts it.
-    ansi_quotes: Option<bool>,
+    /// The modes the session may be in once the server has run it, when it may change them.
+    after: Option<SqlModes>,
     /// A `COM_STMT_*` command sent before the registry could say what it names: attributed
     /// when it reaches the front, every command before it answered.
     deferred: Option<Box<Deferred>>,
@@ -111,9 +111,9 @@ pub struct Recorder {
     sampler: ResponseSampler,
     /// The text of `UNNAMED`, shared so a blank record costs no allocation.
     unnamed: Arc<str>,
-    /// The session's `sql_mode` as of the last answer: statements are fingerprinted under
-    /// the mode in force when they were sent, or a literal could come out as words.
-    mode: SqlMode,
+    /// The session's `sql_mode` as far as rttscope can tell: statements are read as the server
+    /// reads them, or a literal could come out as words.
+    modes: SessionModes,
     /// Holds each finished record until a reading says whether it waited for a retransmission.
     retransmits: RetransmissionWatch,
     /// The command whose response's end the emulated link still held when it finished
@@ -155,7 +155,7 @@ impl Recorder {
             wire: None,
             sampler: ResponseSampler::default(),
             unnamed: Arc::from(""),
-            mode: SqlMode::default(),
+            modes: SessionModes::default(),
             retransmits: RetransmissionWatch::default(),
             held_end: None,
             awaiting_release: None,
@@ -232,22 +232,6 @@ impl Recorder {
         }
     }
 
-    /// Follows the session's `sql_mode`: the server says whether backslashes escape in every
-    /// OK/EOF status; `ANSI_QUOTES` is known only from a `SET sql_mode` it accepted, and a
-    /// session reset returns it to the server's default (taken to be off).
-    fn note_mode(&mut self, s: &Summary, ansi_quotes: Option<bool>) {
-        if let Some(status) = s.status {
-            self.mode.no_backslash_escapes = status & SERVER_STATUS_NO_BACKSLASH_ESCAPES != 0;
-        }
-        if s.error.is_none() {
-            match (s.command, ansi_quotes) {
-                (COM_RESET_CONNECTION | COM_CHANGE_USER, _) => self.mode.ansi_quotes = false,
-                (_, Some(on)) => self.mode.ansi_quotes = on,
-                _ => {}
-            }
-        }
-    }
-
     /// Sends the record held for a reading that did not come before something else did.
     fn send_held(&mut self) {
         if let Some(record) = self.retransmits.flush() {
@@ -314,7 +298,8 @@ impl Observer for Recorder {
     fn command(&mut self, c: &CommandPacket<'_>) {
         let mut record = self.blank(c.command);
         let mut prepare = None;
-        let mut ansi_quotes = None;
+        let mode = self.modes.ahead();
+        let mut after = self.modes.change(c);
         let mut deferred = None;
         // The emulated link held the request this long on its way up.
         record.injected_us = self.hold_us + std::mem::take(&mut self.stalled_up);
@@ -324,7 +309,7 @@ impl Observer for Recorder {
                 // links the statement to its request as the comment does.
                 let parsed = query_attributes(c.payload);
                 let sql = parsed.as_ref().map_or(c.payload, |q| q.sql);
-                ansi_quotes = self.texts.query(&mut record, sql, self.mode);
+                after = self.texts.query(&mut record, sql, mode);
                 let traceparent = parsed.as_ref().and_then(|q| {
                     q.attributes
                         .iter()
@@ -335,10 +320,8 @@ impl Observer for Recorder {
                     record.trace = Some(trace);
                 }
             }
-            COM_QUERY => {
-                ansi_quotes = self.texts.query(&mut record, c.payload, self.mode);
-            }
-            COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, self.mode))),
+            COM_QUERY => after = self.texts.query(&mut record, c.payload, mode),
+            COM_STMT_PREPARE => prepare = Some(Box::new(self.texts.sql(&mut record, c.payload, mode))),
             cmd if names_statement(cmd) && self.unsettled > 0 => {
                 let payload = Box::from(&c.payload[..c.payload.len().min(DEFERRED_PAYLOAD)]);
                 deferred = Some(Box::new(Deferred { payload, query_attributes: c.query_attributes }));
@@ -363,7 +346,8 @@ impl Observer for Recorder {
         let unsettling = deferred.is_some() || changes_registry(c.command);
         self.unsettled += usize::from(unsettling);
         let carried_round_trips = 0;
-        self.in_flight.push_back(InFlight { record, prepare, ansi_quotes, deferred, unsettling, carried_round_trips });
+        let after = self.modes.sent(mode, after);
+        self.in_flight.push_back(InFlight { record, prepare, after, deferred, unsettling, carried_round_trips });
     }
 
     fn result_set(&mut self, _columns: u32) {
@@ -400,13 +384,13 @@ impl Observer for Recorder {
     }
 
     fn finished(&mut self, s: &Summary) {
-        let Some(InFlight { mut record, prepare, ansi_quotes, unsettling, carried_round_trips, .. }) =
+        let Some(InFlight { mut record, prepare, after, unsettling, carried_round_trips, .. }) =
             self.in_flight.pop_front()
         else {
             return;
         };
         self.unsettled -= usize::from(unsettling);
-        self.note_mode(s, ansi_quotes);
+        self.modes.answered(s, after, self.in_flight.is_empty());
         // Only a possible parent (a multi-row result) gets a copy of its values.
         if s.rows >= 2 && !self.rows.hashes.is_empty() {
             record.sample = Some(Box::from(self.rows.hashes.as_slice()));
@@ -540,5 +524,6 @@ impl Tap for Recorder {
     }
 }
 
+mod modes;
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,7 @@ use super::origin::Origins;
 use super::statements::Statement;
 use super::{CommandRecord, Origin, Values};
 use crate::fingerprint::{
-    FingerprintId, Fingerprinter, LimitParams, Paging, SqlMode, StatementKind, hash_value, sql_mode_assigned,
+    FingerprintId, Fingerprinter, LimitParams, Paging, SqlModes, StatementKind, hash_value, sql_mode_after,
 };
 
 /// Normalised texts a connection keeps; cleared when full.
@@ -51,12 +51,12 @@ struct Facts {
 struct Slot {
     /// `hash_value` of `raw`.
     hash: u64,
-    mode: SqlMode,
+    mode: SqlModes,
     raw: Vec<u8>,
     /// `None` until the slot is first filled.
     facts: Option<Facts>,
-    /// `sql_mode_assigned(raw, mode)`, once a `COM_QUERY` asked for it.
-    assigned: Option<Option<SqlMode>>,
+    /// `sql_mode_after(raw, mode)`, once a `COM_QUERY` asked for it.
+    after: Option<Option<SqlModes>>,
 }
 
 /// One connection's fingerprinter and its caches of normalised and raw texts.
@@ -89,7 +89,7 @@ impl Texts {
 
     /// Fingerprints `sql`, read as the server reads it under `mode`, into `record`; returns
     /// the statement's facts, for a prepare to remember.
-    pub fn sql(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlMode) -> Statement {
+    pub fn sql(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlModes) -> Statement {
         let (found, first_time) = self.look_up(sql, mode);
         let fresh;
         let facts = match found.facts(&self.raw) {
@@ -116,22 +116,21 @@ impl Texts {
     }
 
     /// A `COM_QUERY`: fingerprints `sql` into `record` as [`Texts::sql`] does, and returns
-    /// whether the query turns `ANSI_QUOTES` on or off ([`sql_mode_assigned`]).
-    pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlMode) -> Option<bool> {
+    /// the modes the session may be in once it has run, if it may change them ([`sql_mode_after`]).
+    pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlModes) -> Option<SqlModes> {
         let (found, first_time) = self.look_up(sql, mode);
         if let Some(facts) = found.facts(&self.raw) {
             fill(record, sql, facts, first_time, &mut self.origins, self.examples);
         }
-        let assigned = match found {
-            Found::Slot(i) => *self.raw[i].assigned.get_or_insert_with(|| sql_mode_assigned(sql, mode)),
-            Found::Owned(_) => sql_mode_assigned(sql, mode),
-        };
-        assigned.map(|m| m.ansi_quotes)
+        match found {
+            Found::Slot(i) => *self.raw[i].after.get_or_insert_with(|| sql_mode_after(sql, mode)),
+            Found::Owned(_) => sql_mode_after(sql, mode),
+        }
     }
 
     /// The facts of `sql` under `mode`, and whether its normalised text is new to the
     /// connection: in a raw slot if it is short enough to be kept.
-    fn look_up(&mut self, sql: &[u8], mode: SqlMode) -> (Found, bool) {
+    fn look_up(&mut self, sql: &[u8], mode: SqlModes) -> (Found, bool) {
         if sql.len() > RAW_MAX {
             let (facts, first_time) = self.fingerprint(sql, mode);
             return (Found::Owned(Box::new(facts)), first_time);
@@ -158,12 +157,12 @@ impl Texts {
         slot.raw.reserve_exact(sql.len());
         slot.raw.extend_from_slice(sql);
         slot.facts = Some(facts);
-        slot.assigned = None;
+        slot.after = None;
         (Found::Slot(i), first_time)
     }
 
     /// Runs the normaliser over `sql`.
-    fn fingerprint(&mut self, sql: &[u8], mode: SqlMode) -> (Facts, bool) {
+    fn fingerprint(&mut self, sql: &[u8], mode: SqlModes) -> (Facts, bool) {
         let fp = self.fingerprinter.fingerprint_in(sql, mode);
         let trace = fp.trace.and_then(|t| u128::from_str_radix(t, 16).ok());
         let mut values = Values::default();
@@ -259,15 +258,17 @@ fn known(cache: &mut HashMap<FingerprintId, Arc<str>>, id: FingerprintId, text: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprint::SqlMode;
 
     fn record() -> CommandRecord {
         CommandRecord::new(1, 3, FingerprintId(0), Arc::from(""), 0)
     }
 
     /// What a record and the returned statement say, as a comparable string.
-    fn seen(texts: &mut Texts, sql: &str, mode: SqlMode) -> (String, Option<bool>) {
+    fn seen(texts: &mut Texts, sql: &str, mode: impl Into<SqlModes>) -> (String, Option<SqlModes>) {
+        let mode = mode.into();
         let mut r = record();
-        let ansi = texts.query(&mut r, sql.as_bytes(), mode);
+        let after = texts.query(&mut r, sql.as_bytes(), mode);
         let mut p = record();
         let st = texts.sql(&mut p, sql.as_bytes(), mode);
         let facts = format!(
@@ -287,7 +288,7 @@ mod tests {
             st.limit_params,
             st.origin
         );
-        (facts, ansi)
+        (facts, after)
     }
 
     const STATEMENTS: [&str; 6] = [
@@ -327,19 +328,19 @@ mod tests {
     fn an_example_is_taken_the_first_time_a_normalised_text_is_seen() {
         let mut texts = Texts::new(true);
         let mut first = record();
-        texts.sql(&mut first, b"SELECT 1", SqlMode::default());
+        texts.sql(&mut first, b"SELECT 1", SqlMode::default().into());
         assert_eq!(first.example.as_deref(), Some("SELECT 1"));
         let mut again = record();
-        texts.sql(&mut again, b"SELECT 1", SqlMode::default());
+        texts.sql(&mut again, b"SELECT 1", SqlMode::default().into());
         assert_eq!(again.example, None);
         // Another text of the same statement: not the first time.
         let mut other = record();
-        texts.sql(&mut other, b"SELECT 2", SqlMode::default());
+        texts.sql(&mut other, b"SELECT 2", SqlMode::default().into());
         assert_eq!(other.example, None);
         // Once the text cache has let it go, a hit takes an example again, as a miss would.
         texts.cache.clear();
         let mut later = record();
-        texts.sql(&mut later, b"SELECT 1", SqlMode::default());
+        texts.sql(&mut later, b"SELECT 1", SqlMode::default().into());
         assert_eq!(later.example.as_deref(), Some("SELECT 1"));
     }
 
@@ -349,7 +350,7 @@ mod tests {
         for i in 0..(RAW_SLOTS * 8) {
             let sql = format!("SELECT {i} FROM t{i} WHERE c = '{}'", "x".repeat(i * 7));
             let mut r = record();
-            texts.sql(&mut r, sql.as_bytes(), SqlMode::default());
+            texts.sql(&mut r, sql.as_bytes(), SqlMode::default().into());
             let (fresh, _) = seen(&mut Texts::new(false), &sql, SqlMode::default());
             assert_eq!(seen(&mut texts, &sql, SqlMode::default()).0, fresh);
         }
