@@ -456,7 +456,12 @@ async fn log_in(
 /// a plain long hop in clear, is refused (unless `upstream.tls.mode: disabled` allows it).
 fn watch(s: &Settings<'_>, legs: &Legs, unix_client: bool, greeting: &[u8], plugin: Option<&str>) -> Option<Watch> {
     match (legs.upstream_tls.is_some(), legs.client_tls.is_some()) {
-        (true, false) => Some(Watch::StandIn(StandIn::new(s.auth_keys.clone(), greeting, plugin))),
+        (true, false) => {
+            // The key is made the first time a plain client logs in over a TLS long hop (some
+            // 280 million instructions, once): not on hosts that never see one.
+            s.auth_keys.warm_up();
+            Some(Watch::StandIn(StandIn::new(s.auth_keys.clone(), greeting, plugin)))
+        }
         (false, false) if unix_client && s.upstream_tls.is_some() => {
             Some(Watch::NoClear(NoClearOnTheLongHop::new(plugin, &s.upstream)))
         }

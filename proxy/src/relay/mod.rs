@@ -243,10 +243,6 @@ impl Proxy {
             );
         }
         let auth_keys = auth_key::AuthKeys::from_config(config.listen.rsa_key.as_deref())?;
-        if upstream_tls.is_some() {
-            // Ready before the first plain client needs it.
-            auth_keys.warm_up();
-        }
         check_fd_limit(config.limits.max_connections);
         upstream::warn_fixed_buffers(&config.relay);
         let mode = config.listen.socket_mode().unwrap_or(0o660);
