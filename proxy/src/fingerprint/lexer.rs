@@ -354,10 +354,14 @@ impl<'a> Iterator for Lexer<'a> {
                 self.prev = Prev::Value;
                 Token::Quoted(self.slice(start + 1, body_end))
             }
-            b'0'..=b'9' if self.prev != Prev::Qualifier => match self.number(start) {
-                Some((lit, from, to)) => self.literal(lit, false, from, to, to),
-                None => self.word(start),
-            },
+            // Digits are a qualified name's only right after its dot (`t.1col`): after a space
+            // or a comment's end they are a number, whatever came before.
+            b'0'..=b'9' if self.prev != Prev::Qualifier || start == 0 || self.src[start - 1] != b'.' => {
+                match self.number(start) {
+                    Some((lit, from, to)) => self.literal(lit, false, from, to, to),
+                    None => self.word(start),
+                }
+            }
             b'.' if !matches!(self.prev, Prev::Value | Prev::Qualifier) && digit_after(start + 1) => {
                 match self.number(start) {
                     Some((lit, from, to)) => self.literal(lit, false, from, to, to),

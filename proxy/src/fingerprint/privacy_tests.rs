@@ -293,3 +293,14 @@ fn what_precedes_a_hidden_run_is_kept() {
     // The numbers before it are still values, which link a loop to its parent's rows.
     assert_eq!(fp.values.get(..2), Some(&[super::hash_value(b"5"), super::hash_value(b"1")][..]));
 }
+
+#[test]
+fn digits_after_a_dot_and_a_gap_are_a_number() {
+    // A fuzzed statement: the dot inside an executable comment made the digits after the
+    // comment a qualified name's, and they were kept.
+    let mut f = Fingerprinter::new();
+    let sql = b"/*!40101 SET SQL_MODE='x'. */1(a";
+    assert_eq!(f.fingerprint_in(sql, SqlModes::known(SqlMode::default())).text, "?(a");
+    assert_eq!(f.fingerprint(b"SET SQL_MODE='x'. 1(a").text, "set sql_mode=?. ?(a");
+    assert_eq!(f.fingerprint(b"SELECT t.1c FROM t").text, "select t.1c from t", "a name that starts with digits");
+}
