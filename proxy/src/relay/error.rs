@@ -108,6 +108,10 @@ pub enum Refusal {
         "access denied: the password the client encrypted with rttscope's RSA key (it asked for the server's) could not be decrypted"
     )]
     PasswordNotDecrypted,
+    /// The decrypted password, sent in the first packet's auth response, would not fit its
+    /// one-byte length (251 bytes or more).
+    #[error("access denied: the password is too long for rttscope to send in the login packet (251 bytes or more)")]
+    PasswordTooLong,
     /// A client on a Unix socket (which it treats as secure) would send its password in full,
     /// in clear, across a plain long hop.
     #[error(
@@ -201,7 +205,7 @@ impl Refusal {
                 codes::HANDSHAKE_ERROR
             }
             Refusal::BadHandshake(DecodeError::PreProtocol41) => codes::NOT_SUPPORTED_AUTH_MODE,
-            Refusal::PasswordNotDecrypted => codes::ACCESS_DENIED,
+            Refusal::PasswordNotDecrypted | Refusal::PasswordTooLong => codes::ACCESS_DENIED,
             Refusal::NoRsaKey(_) => codes::HANDSHAKE_ERROR,
             Refusal::BadHandshake(_) => codes::HANDSHAKE_ERROR,
             Refusal::TooManyConnections { .. } | Refusal::TooManyConnecting { .. } | Refusal::FdLimit { .. } => {
@@ -260,6 +264,7 @@ mod tests {
             (Refusal::UpstreamTls { upstream: "db:3306".into(), reason: "no TLS".into() }, 1429, "HY000"),
             (Refusal::TlsOff, 1043, "08S01"),
             (Refusal::PasswordNotDecrypted, 1045, "28000"),
+            (Refusal::PasswordTooLong, 1045, "28000"),
             (Refusal::PasswordInClear { upstream: "db:3306".into() }, 3159, "HY000"),
             (Refusal::BadHandshake(DecodeError::PreProtocol41), 1251, "08004"),
         ];

@@ -211,7 +211,7 @@ pub(super) async fn answer_key_request_first(
                 a.stand_in = Some(stand_in);
                 return Ok(Continue(()));
             }
-            None => Refusal::PasswordNotDecrypted,
+            None => Refusal::PasswordTooLong,
         },
         Ok(_) => Refusal::PasswordNotDecrypted,
         Err(refusal) => refusal,
