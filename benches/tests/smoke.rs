@@ -65,12 +65,12 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
 
     let Some(accuracy) = &report.accuracy else { panic!("no accuracy table in\n{}", report.markdown) };
     let ids: Vec<&str> = accuracy.table.iter().map(|r| r.id.as_str()).collect();
-    let rttscope_ids = ["e.rtt_1ms", "e.rtt_15ms", "e.rtt_80ms", "e.bandwidth", "e.window"];
-    assert_eq!(ids[..5], rttscope_ids);
+    let rttscope_ids = ["e.rtt_1ms", "e.rtt_15ms", "e.rtt_80ms", "e.cpu_hog.rtt_15ms", "e.bandwidth", "e.window"];
+    assert_eq!(ids[..6], rttscope_ids);
     // Toxiproxy runs when scripts/build-toxiproxy.sh has built it (or $TOXIPROXY_SERVER names it).
     let measured_rows = if accuracy.toxiproxy.is_some() {
         assert_eq!(
-            ids[5..],
+            ids[6..],
             [
                 "e.toxiproxy.rtt_1ms",
                 "e.toxiproxy.rtt_15ms",
@@ -79,10 +79,10 @@ async fn quick_bench_produces_the_whole_table() -> anyhow::Result<()> {
                 "e.toxiproxy.window"
             ]
         );
-        9
+        10
     } else {
-        assert_eq!(ids[5..], ["e.toxiproxy"]);
-        5
+        assert_eq!(ids[6..], ["e.toxiproxy"]);
+        6
     };
     for row in accuracy.table.iter().take(measured_rows) {
         let measured = row.measured.unwrap_or(f64::NAN);
