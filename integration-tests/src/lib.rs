@@ -7,6 +7,7 @@
 pub mod browser;
 pub mod clients;
 pub mod counting;
+pub mod cpu_hog;
 pub mod fake_upstream;
 pub mod legs;
 pub mod link_rig;

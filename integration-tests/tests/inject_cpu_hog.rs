@@ -6,40 +6,18 @@
 //! machine shared with other tests, the baseline itself moves by that much. Its own test
 //! binary: the busy loops would slow every test running beside them.
 
-use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts};
 use rttscope::cli::admin_client as client;
 use rttscope::report::Report;
+use rttscope_integration_tests::cpu_hog::CpuHog;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use rttscope_integration_tests::process::ProxyProcess;
 
 const RTT: Duration = Duration::from_millis(15);
 const ROUND_TRIPS: usize = 200;
-
-/// One busy loop per CPU, at the same priority as everything else; killed when dropped.
-struct CpuHog(Vec<Child>);
-
-impl CpuHog {
-    fn start() -> CpuHog {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let loops = (0..cpus)
-            .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().expect("start a busy loop"))
-            .collect();
-        CpuHog(loops)
-    }
-}
-
-impl Drop for CpuHog {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 fn opts(proxy: &ProxyProcess) -> Opts {
     TestDb::shared().opts_via(proxy.listen(), NATIVE.user, NATIVE.password).into()
@@ -74,7 +52,7 @@ async fn the_emulated_rtt_holds_beside_a_cpu_hog() {
     round_trips(&mut near, 20, Duration::ZERO).await;
     round_trips(&mut away, 5, Duration::ZERO).await;
 
-    let hog = CpuHog::start();
+    let hog = CpuHog::start().expect("start the busy loops");
     // The two sides take turns, so that the hog's worst moments fall on both. Without the
     // link the client idles for the RTT before each round trip, as it does with it: a thread
     // that slept wakes ahead of the busy loops, one that keeps running queues behind them.

@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use mysql_async::OptsBuilder;
+use rttscope_integration_tests::cpu_hog::CpuHog;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use serde::Serialize;
 
@@ -419,39 +420,15 @@ async fn round_trips(plan: &AccuracyPlan, sides: &[RoundTripSide<'_>]) -> Result
 /// application host is a visible share of each round trip.
 pub const HOG_RTT: Duration = Duration::from_millis(15);
 
-/// One busy loop per CPU at the normal priority, killed when dropped.
-struct CpuHog(Vec<std::process::Child>);
-
-impl CpuHog {
-    fn start() -> Result<CpuHog> {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut hog = CpuHog(Vec::with_capacity(cpus));
-        for _ in 0..cpus {
-            let busy = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn();
-            hog.0.push(busy.context("starting a busy loop")?);
-        }
-        Ok(hog)
-    }
-}
-
-impl Drop for CpuHog {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Probe 4: the baseline and the link taking turns while the hog runs.
 async fn beside_a_cpu_hog(plan: &AccuracyPlan, baseline: &OptsBuilder, link: &OptsBuilder) -> Result<HogProbe> {
-    let hog = CpuHog::start()?;
-    progress(&format!("e. round trips at {HOG_RTT:?} beside {} busy loops", hog.0.len()));
+    let hog = CpuHog::start().context("starting the busy loops")?;
+    progress(&format!("e. round trips at {HOG_RTT:?} beside {} busy loops", hog.loops()));
     // The baseline idles for the RTT before each round trip, as the link's client does: a
     // thread that slept wakes ahead of the busy loops, one that keeps running queues behind.
     let sides = [(baseline, plan.hog_round_trips, HOG_RTT), (link, plan.hog_round_trips, Duration::ZERO)];
     let latencies = round_trips(plan, &sides).await;
-    let busy_loops = hog.0.len();
+    let busy_loops = hog.loops();
     drop(hog);
     let [baseline, latency] = latencies?[..] else { anyhow::bail!("probe 4 measured other than two sides") };
     Ok(HogProbe {

@@ -105,6 +105,16 @@ pub fn auth_response(payload: &[u8]) -> Option<&[u8]> {
     payload.get(range)
 }
 
+/// Whether the server's packet `payload`, under `plugin` (the one in force before it), asks
+/// for the password in full: caching_sha2's "perform full authentication", or a switch to
+/// sha256_password (which always wants it).
+pub fn asks_for_full_password(plugin: &str, payload: &[u8]) -> bool {
+    match auth_switch(payload) {
+        Some((switched, _)) => switched == SHA256_PASSWORD,
+        None => plugin == CACHING_SHA2_PASSWORD && payload == [header::AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
+    }
+}
+
 /// The password in clear sends itself with these plugins, where the client counts its
 /// connection as secure (TLS, or a Unix socket): as the auth response of its first packet.
 const CLEAR_FIRST: [&str; 2] = [SHA256_PASSWORD, "mysql_clear_password"];
@@ -222,6 +232,16 @@ mod tests {
         }
         assert_eq!(auth_response(&sha256_response(0x0008_0201)), None, "no length field (pre-4.1 auth)");
         assert_eq!(auth_response(&sha256_response(0x000a_8201)[..42]), None, "truncated");
+    }
+
+    #[test]
+    fn the_server_asks_for_the_password_in_full_two_ways() {
+        assert!(asks_for_full_password(CACHING_SHA2_PASSWORD, &[0x01, 0x04]));
+        assert!(!asks_for_full_password(CACHING_SHA2_PASSWORD, &[0x01, 0x03]), "fast authentication succeeded");
+        assert!(!asks_for_full_password(SHA256_PASSWORD, &[0x01, 0x04]));
+        assert!(asks_for_full_password(CACHING_SHA2_PASSWORD, b"\xfesha256_password\0abcdefghijklmnopqrst\0"));
+        assert!(!asks_for_full_password(SHA256_PASSWORD, b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0"));
+        assert!(!asks_for_full_password("mysql_native_password", &[0x01, 0x04]));
     }
 
     #[test]

@@ -12,10 +12,8 @@ use std::sync::Arc;
 use zeroize::Zeroizing;
 
 use crate::protocol::auth::{
-    CACHING_SHA2_PASSWORD, PERFORM_FULL_AUTHENTICATION, SHA256_PASSWORD, auth_switch, greeting_scramble,
-    is_key_request, public_key_packet, xor_scramble,
+    asks_for_full_password, auth_switch, greeting_scramble, is_key_request, public_key_packet, xor_scramble,
 };
-use crate::protocol::constants::header::AUTH_MORE_DATA;
 use crate::relay::auth_key::{AuthKey, AuthKeys};
 use crate::relay::error::Refusal;
 
@@ -67,16 +65,11 @@ impl StandIn {
     /// Follows the server's packet: an auth switch brings a plugin and a scramble; a request
     /// for the password in full, to a client that holds rttscope's key, brings it encrypted.
     pub(super) fn upstream_said(&mut self, payload: &[u8]) {
-        let switched = auth_switch(payload);
-        if let Some((plugin, scramble)) = switched {
+        let full = asks_for_full_password(&self.plugin, payload);
+        if let Some((plugin, scramble)) = auth_switch(payload) {
             self.plugin = plugin.to_owned();
             self.scramble = scramble.to_vec();
         }
-        let full = match self.plugin.as_str() {
-            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
-            SHA256_PASSWORD => switched.is_some(),
-            _ => false,
-        };
         self.password_next = full && self.gave.is_some();
     }
 
@@ -122,14 +115,10 @@ impl NoClearOnTheLongHop {
     /// The refusal, if the server's packet asks for the password in full: caching_sha2's
     /// "perform full authentication", or a switch to sha256_password.
     pub(super) fn upstream_said(&mut self, payload: &[u8]) -> Option<Refusal> {
+        let full = asks_for_full_password(&self.plugin, payload);
         if let Some((plugin, _)) = auth_switch(payload) {
             self.plugin = plugin.to_owned();
         }
-        let full = match self.plugin.as_str() {
-            CACHING_SHA2_PASSWORD => payload == [AUTH_MORE_DATA, PERFORM_FULL_AUTHENTICATION],
-            SHA256_PASSWORD => auth_switch(payload).is_some(),
-            _ => false,
-        };
         full.then(|| Refusal::PasswordInClear { upstream: self.upstream.clone() })
     }
 }
