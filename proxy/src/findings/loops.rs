@@ -3,10 +3,7 @@
 //!
 //! "Back to back" means what a person reading the statement log would mean. A run of one
 //! statement in one scope (connection, or traced request) goes on while
-//! - the next execution starts within `max_gap` of the last one's end — or 2 s once it goes
-//!   over a parent's rows (every execution checked so far used a value of one candidate's
-//!   result, or the parent is found): on a pool, a connection waits for the others' round
-//!   trips between its own children,
+//! - the next execution starts within `max_gap` of the last one's end,
 //! - at most `max_between` other data statements ran in between (a loop body often runs a
 //!   second or third lookup per row; more than that is other work, not a loop),
 //! - and no transaction began or ended, nor was the session reset: ten lookups in each of
@@ -45,10 +42,6 @@ use crate::record::{CommandRecord, Origin, Values};
 const PARENTS_PER_SCOPE: usize = 4;
 /// How long before a run's start a parent's result may have ended.
 const PARENT_WINDOW_US: u64 = 10_000_000;
-/// The gap a run following a parent's rows may leave between its executions on one
-/// connection: a loop handed round a pool waits there while the other connections run their
-/// share — (pool − 1) round trips, over `max_gap` on any far link.
-const PARENT_LOOP_GAP_US: u64 = 2_000_000;
 /// Children checked against the parents' sampled values (a parent's sample covers its first
 /// rows, so later children cannot match anyway).
 const CHILDREN_CHECKED: u32 = 64;
@@ -168,13 +161,6 @@ impl LoopRun {
         let iterations: u32 = self.bodies.iter().sum();
         let same = self.bodies.iter().copied().max().unwrap_or(0);
         iterations > 0 && f64::from(same) >= SAME_BODY_SHARE * f64::from(iterations) && self.steady
-    }
-
-    /// Whether its executions are a loop over a parent's rows: every one checked so far used a
-    /// value from one candidate's result, or the parent is already found (then for the rest of
-    /// the run: children past the parent's sampled rows cannot match it).
-    fn follows_a_parent(&self) -> bool {
-        self.run.parent.is_some() || (self.checked > 0 && self.hits.contains(&self.checked))
     }
 
     /// The candidate whose sampled result held most of the children's values, if it held at
@@ -344,10 +330,9 @@ fn continues(
     boundaries: u64,
 ) -> Option<u64> {
     let between = statement.checked_sub(run.at_statement + 1)?;
-    let max_gap_us = if run.follows_a_parent() { t.max_gap_us.max(PARENT_LOOP_GAP_US) } else { t.max_gap_us };
     (run.run.kind == kind
         && run.run.origin == r.origin
-        && r.request_us.saturating_sub(run.run.last_us) <= max_gap_us
+        && r.request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
         && boundaries == run.at_boundary
         && between <= t.max_between)
         .then_some(between)
