@@ -264,12 +264,22 @@ fn queries_lost_on_their_way_are_marked(rtt: Duration) {
     let lost = rig.link.stats().client_to_server.lost - before;
     // What the client saw: a query that took more than 1.5 round trips waited for something.
     let slow = latencies.iter().filter(|l| **l > rtt * 3 / 2).count() as u64;
-    let report = rig.admin("/report");
-    let queries = report["queries"].as_array().cloned().unwrap_or_default();
-    let q = queries
-        .iter()
-        .find(|q| q["fingerprint"].as_str().is_some_and(|f| f.starts_with("select ? + ?")))
-        .unwrap_or_else(|| panic!("no point select in {queries:#?}"));
+    // Every execution recorded (the collector may still be applying the last ones).
+    let point_select = |report: &serde_json::Value| {
+        report["queries"].as_array().and_then(|qs| {
+            qs.iter().find(|q| q["fingerprint"].as_str().is_some_and(|f| f.starts_with("select ? + ?"))).cloned()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let q = loop {
+        let report = rig.admin("/report");
+        match point_select(&report) {
+            Some(q) if q["count"].as_u64() == Some(POINT_SELECTS) => break q,
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
+            found => panic!("not every point select recorded: {found:#?}"),
+        }
+    };
+    let q = &q;
     let waits = &q["retransmission_waits"];
     eprintln!(
         "per query at {rtt:?}: {POINT_SELECTS} selects, the emulator lost {lost} of the client's packets, the client saw {slow} \
