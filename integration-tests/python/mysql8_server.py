@@ -90,6 +90,15 @@ def decrypt_password(data, nonce):
     return xored.rstrip(b"\0").decode()
 
 
+def received_password(data, nonce):
+    """The password a full authentication sent: in clear over a secure connection, else
+    encrypted with the server's key; None when it reads as neither."""
+    try:
+        return data.rstrip(b"\0").decode() if is_secure() else decrypt_password(data, nonce)
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
 class CachingSha2(AuthPlugin):
     name = "caching_sha2_password"
     client_plugin_name = "caching_sha2_password"
@@ -115,10 +124,7 @@ class CachingSha2(AuthPlugin):
         if not is_secure() and data == b"\x02":
             auth_info = yield PUBLIC_PEM
             data = auth_info.data
-        try:
-            password = data.rstrip(b"\0").decode() if is_secure() else decrypt_password(data, nonce)
-        except Exception:  # pylint: disable=broad-except
-            password = None
+        password = received_password(data, nonce)
         if password is not None and stored_hash(password) == stored:
             CACHE.add(user.name)
             log(user.name, self.name, "full", "ok")
@@ -142,10 +148,7 @@ class Sha256(AuthPlugin):
         if not is_secure() and data == b"\x01":
             auth_info = yield PUBLIC_PEM
             data = auth_info.data
-        try:
-            password = data.rstrip(b"\0").decode() if is_secure() else decrypt_password(data, nonce)
-        except Exception:  # pylint: disable=broad-except
-            password = None
+        password = received_password(data, nonce)
         ok = password is not None and stored_hash(password) == bytes.fromhex(user.auth_string)
         log(user.name, self.name, "full", "ok" if ok else "denied")
         yield Success(user.name) if ok else Forbidden()
