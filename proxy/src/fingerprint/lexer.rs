@@ -102,6 +102,10 @@ pub(super) struct Lexer<'a> {
     /// Inside an executable comment (`/*! ... */`): its body is SQL, lexed as such, so a
     /// `*/` inside one of its strings does not end it; the first `*/` outside one does.
     executable: bool,
+    /// Where the last word or backquoted name ended: a `.` exactly there qualifies it (`t.1col`),
+    /// anywhere else a `.` before a digit starts a number (`t /**/.4`, `'a'.4`, `(1).4`), as in
+    /// MySQL's lexer, which looks for the separator only right after a name.
+    name_end: Option<usize>,
 }
 
 /// Where a lexer can stop and another start again: after a `;` the lexer's only state is
@@ -126,6 +130,7 @@ impl<'a> Lexer<'a> {
             backslash: !mode.no_backslash_escapes,
             ansi_quotes: mode.ansi_quotes,
             executable: at.executable,
+            name_end: None,
         }
     }
 
@@ -284,6 +289,7 @@ impl<'a> Lexer<'a> {
             Kw::Ident | Kw::Value | Kw::Offset | Kw::Null | Kw::True | Kw::False => Prev::Value,
             _ => Prev::Operator,
         };
+        self.name_end = Some(end);
         Token::Word(word, kw)
     }
 
@@ -352,6 +358,7 @@ impl<'a> Iterator for Lexer<'a> {
                 let (end, body_end, _) = self.string(start, b'`', false);
                 self.pos = end;
                 self.prev = Prev::Value;
+                self.name_end = Some(end);
                 Token::Quoted(self.slice(start + 1, body_end))
             }
             // Digits are a qualified name's only right after its dot (`t.1col`): after a space
@@ -362,12 +369,10 @@ impl<'a> Iterator for Lexer<'a> {
                     None => self.word(start),
                 }
             }
-            b'.' if !matches!(self.prev, Prev::Value | Prev::Qualifier) && digit_after(start + 1) => {
-                match self.number(start) {
-                    Some((lit, from, to)) => self.literal(lit, false, from, to, to),
-                    None => self.punct(b, start),
-                }
-            }
+            b'.' if self.name_end != Some(start) && digit_after(start + 1) => match self.number(start) {
+                Some((lit, from, to)) => self.literal(lit, false, from, to, to),
+                None => self.punct(b, start),
+            },
             b'-' | b'+'
                 if matches!(self.prev, Prev::Operator | Prev::IsNot)
                     && (digit_after(start + 1) || (next == Some(b'.') && digit_after(start + 2))) =>

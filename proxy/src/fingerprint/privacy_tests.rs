@@ -304,3 +304,13 @@ fn digits_after_a_dot_and_a_gap_are_a_number() {
     assert_eq!(f.fingerprint(b"SET SQL_MODE='x'. 1(a").text, "set sql_mode=?. ?(a");
     assert_eq!(f.fingerprint(b"SELECT t.1c FROM t").text, "select t.1c from t", "a name that starts with digits");
 }
+
+#[test]
+fn a_dot_qualifies_only_the_name_right_before_it() {
+    // A fuzzed statement: a hint between a word and `.4` left the word's qualifier context
+    // standing, so `.4` read as a qualified name's part and was kept.
+    let mut f = Fingerprinter::new();
+    assert_eq!(f.fingerprint(b"SELECT a/*+ BKA(t) */.4 b").text, "select a /*+ bka(t) */ ? b");
+    assert_eq!(f.fingerprint(b"SELECT a/**/.4, 'x'.5, (1).6, a .7").text, "select a ?, ??, (?)?, a ?");
+    assert_eq!(f.fingerprint(b"SELECT t.4, `t`.5e1 FROM t").text, "select t.4, `t`.5e1 from t", "qualified names");
+}
