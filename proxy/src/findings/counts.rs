@@ -112,7 +112,7 @@ mod tests {
     use super::*;
     use crate::findings::{Detail, PatternScope};
     use crate::fingerprint::StatementKind;
-    use crate::record::WallUnion;
+    use crate::record::{LargeResponses, WallUnion};
 
     fn finding(kind: Kind, id: u64, text: &str, round_trips: u64) -> Finding {
         Finding {
@@ -133,7 +133,7 @@ mod tests {
             busy: WallUnion::default(),
             commands_us: 0,
             injected_us: 0,
-            slow_start_rounds: 0,
+            large_responses: LargeResponses::default(),
             bytes: 0,
             rows: 0,
             detail: Detail::Loop { distinct: 0, shape: None },

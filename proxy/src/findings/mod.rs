@@ -50,7 +50,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::record::Origin;
-use crate::record::WallUnion;
+use crate::record::{LargeResponses, WallUnion};
 pub use counts::{FindingCounts, StatementFindings};
 pub use driver::Driver;
 pub use engine::{FindingsConsumer, FindingsEngine};
@@ -284,8 +284,8 @@ pub struct Finding {
     pub commands_us: u64,
     /// Of `commands_us`, what an emulated link added.
     pub injected_us: u64,
-    /// Round trips slow start adds to its commands' responses.
-    pub slow_start_rounds: u64,
+    /// Slow start's rounds over its commands' large responses, and their streaming.
+    pub large_responses: LargeResponses,
     /// Bytes on the long hop's wire, both ways, over all occurrences.
     pub bytes: u64,
     /// Rows returned over all occurrences.
@@ -331,7 +331,7 @@ impl Finding {
         self.busy.absorb(&other.busy);
         self.commands_us += other.commands_us;
         self.injected_us += other.injected_us;
-        self.slow_start_rounds += other.slow_start_rounds;
+        self.large_responses.add(other.large_responses);
         self.bytes += other.bytes;
         self.rows += other.rows;
         match (&mut self.detail, &other.detail) {
@@ -382,7 +382,7 @@ impl Finding {
             bytes: self.bytes,
             observed_rtt_us: u64::from(self.rtt_us),
             injected_us: self.injected_us,
-            slow_start_rounds: self.slow_start_rounds,
+            large_responses: self.large_responses,
         }
     }
 }

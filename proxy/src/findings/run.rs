@@ -10,7 +10,7 @@ use super::whatif::Measured;
 use super::{Detail, Driver, Emulated, Finding, FindingKey, Kind, PatternScope};
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::protocol::constants::command::*;
-use crate::record::{CommandRecord, Origin, WallUnion};
+use crate::record::{CommandRecord, LargeResponses, Origin, WallUnion};
 
 /// An application — `user@client-host` and its client library — as a number, worked out when
 /// it connects: detectors that keep state per application key it by these eight bytes
@@ -121,8 +121,8 @@ pub struct Step {
     pub bytes: u64,
     pub rows: u64,
     pub injected_us: u64,
-    /// Round trips slow start adds to its response ([`CommandRecord::slow_start_rounds`]).
-    pub slow_start_rounds: u64,
+    /// Slow start's rounds over its response, and its streaming ([`LargeResponses`]).
+    pub large_responses: LargeResponses,
 }
 
 impl Step {
@@ -139,7 +139,7 @@ impl Step {
             },
             rows: r.rows,
             injected_us: r.injected_within_latency(),
-            slow_start_rounds: r.slow_start_rounds(),
+            large_responses: LargeResponses::of(r),
         }
     }
 }
@@ -183,8 +183,8 @@ pub struct Run {
     pub commands_us: u64,
     /// Of `commands_us`, what an emulated link added (as each command measured it).
     pub injected_us: u64,
-    /// Round trips slow start adds to its commands' responses.
-    pub slow_start_rounds: u64,
+    /// Slow start's rounds over its commands' large responses, and their streaming.
+    pub large_responses: LargeResponses,
     /// Bytes on the long hop's wire, both ways.
     pub bytes: u64,
     /// Rows returned.
@@ -224,7 +224,7 @@ impl Run {
             busy: WallUnion::default(),
             commands_us: 0,
             injected_us: 0,
-            slow_start_rounds: 0,
+            large_responses: LargeResponses::default(),
             bytes: 0,
             rows: 0,
             per_conn: Vec::new(),
@@ -247,7 +247,7 @@ impl Run {
         self.busy.add(r.request_us, r.last_byte_us);
         self.commands_us += r.last_byte_us.saturating_sub(r.request_us);
         self.injected_us += r.injected_us;
-        self.slow_start_rounds += r.slow_start_rounds;
+        self.large_responses.add(r.large_responses);
         self.executions += 1;
         self.round_trips += u64::from(r.round_trips);
         self.first_us = self.first_us.min(r.request_us);
@@ -270,7 +270,7 @@ impl Run {
             bytes: self.bytes,
             observed_rtt_us: u64::from(self.rtt_us),
             injected_us: self.injected_us,
-            slow_start_rounds: self.slow_start_rounds,
+            large_responses: self.large_responses,
         }
     }
 
@@ -320,7 +320,7 @@ impl Run {
             busy,
             commands_us,
             injected_us: injected_us.min(commands_us),
-            slow_start_rounds: self.slow_start_rounds,
+            large_responses: self.large_responses,
             bytes,
             rows: self.rows,
             detail: self.detail.clone(),

@@ -15,6 +15,7 @@ use rttscope_config::Scenario;
 use serde::{Deserialize, Serialize};
 
 use crate::human::{bandwidth, us};
+use crate::record::LargeResponses;
 
 /// One scenario's projection of one measured cost; the report's `findings[].what_if[]` as it
 /// is, so these comments are that object's reference text.
@@ -55,9 +56,9 @@ pub struct Measured {
     pub observed_rtt_us: u64,
     /// Of `commands_us`, what an emulated link added, as measured.
     pub injected_us: u64,
-    /// Round trips slow start adds to the responses, summed
-    /// ([`CommandRecord::slow_start_rounds`](crate::record::CommandRecord::slow_start_rounds)).
-    pub slow_start_rounds: u64,
+    /// Round trips slow start adds to the responses, and how long they streamed without the
+    /// link ([`LargeResponses`]).
+    pub large_responses: LargeResponses,
 }
 
 impl Measured {
@@ -89,11 +90,15 @@ fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
 }
 
 /// Projected wall time over a link of `rtt_us` and `bandwidth_bps`: the transfer takes what
-/// the bandwidth or slow start allows, whichever is slower.
+/// the bandwidth or slow start allows, whichever is slower, and the large responses' own
+/// streaming (the server producing, the client reading) goes on meanwhile: the longer of the
+/// two counts, not both.
 pub fn project(m: Measured, rtt_us: u64, bandwidth_bps: Option<u64>) -> u64 {
-    let commands = m.base_commands_us().saturating_add(m.round_trips.saturating_mul(rtt_us));
-    let transfer = transfer_us(m.bytes, bandwidth_bps).max(m.slow_start_rounds.saturating_mul(rtt_us));
-    m.as_wall(commands).saturating_add(transfer)
+    let base = m.base_commands_us();
+    let streaming = m.large_responses.stream_us.min(base);
+    let commands = (base - streaming).saturating_add(m.round_trips.saturating_mul(rtt_us));
+    let transfer = transfer_us(m.bytes, bandwidth_bps).max(m.large_responses.rounds.saturating_mul(rtt_us));
+    m.as_wall(commands).saturating_add(transfer.max(m.as_wall(streaming)))
 }
 
 /// A link in words: `15.00 ms RTT and 34 Mbit/s`.
@@ -137,7 +142,7 @@ mod tests {
             bytes: 0,
             observed_rtt_us,
             injected_us,
-            slow_start_rounds: 0,
+            large_responses: LargeResponses::default(),
         }
     }
 
@@ -182,7 +187,7 @@ mod tests {
             bytes: 0,
             observed_rtt_us: 0,
             injected_us: 3_000_000,
-            slow_start_rounds: 0,
+            large_responses: LargeResponses::default(),
         };
         assert_eq!(m.base_us(), 0);
         assert_eq!(project(m, 80_000, None), 4_000_000);
@@ -193,10 +198,13 @@ mod tests {
 
     #[test]
     fn a_large_result_pays_slow_start_where_the_bandwidth_would_not_hold_it() {
-        // 40 MB, read in 270 ms here: at 80 ms over a link of no limit, eleven more round trips;
-        // at 34 Mbit/s, the bandwidth's 9.4 s.
-        let m = Measured { bytes: 40_000_000, slow_start_rounds: 11, ..measured(270_000, 1, 0, 0) };
-        assert_eq!(project(m, 80_000, None), 270_000 + 80_000 + 11 * 80_000);
-        assert_eq!(project(m, 80_000, Some(34_000_000)), 270_000 + 80_000 + 40_000_000 * 8_000_000 / 34_000_000);
+        // 40 MB, read in 270 ms here, 250 ms of it streaming: at 80 ms over a link of no limit,
+        // eleven more round trips; at 34 Mbit/s, the bandwidth's 9.4 s. The server and the
+        // client stream meanwhile, so the streaming counts only where it is the longer.
+        let large_responses = LargeResponses { rounds: 11, stream_us: 250_000 };
+        let m = Measured { bytes: 40_000_000, large_responses, ..measured(270_000, 1, 0, 0) };
+        assert_eq!(project(m, 80_000, None), 20_000 + 80_000 + 11 * 80_000);
+        assert_eq!(project(m, 80_000, Some(34_000_000)), 20_000 + 80_000 + 40_000_000 * 8_000_000 / 34_000_000);
+        assert_eq!(project(m, 5_000, None), 20_000 + 5_000 + 250_000, "the streaming outlasts 11 rounds of 5 ms");
     }
 }

@@ -11,7 +11,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::latency::{Latency, LatencySummary};
 use super::{
-    CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, PayloadSample, WallUnion,
+    CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, LargeResponses, PayloadSample,
+    WallUnion,
 };
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::live::Legs;
@@ -230,8 +231,8 @@ pub struct ConnectionStats {
     pub rtt_us: u32,
     /// Of the latency sum, what an emulated link added, µs.
     pub injected_us: u64,
-    /// Round trips slow start adds to its large responses, summed (as in [`Totals`]).
-    pub slow_start_rounds: u64,
+    /// Slow start's rounds and the streaming they overlap, of its large responses (as in [`Totals`]).
+    pub large_responses: LargeResponses,
 }
 
 /// Everything recorded since start (or the last reset); the report's
@@ -288,10 +289,11 @@ pub struct Totals {
     #[serde(default)]
     pub inject_lateness: LatencySummary,
     /// Round trips TCP's slow start adds to the large responses, summed: a round trip per
-    /// doubling of the window from ten segments to the response's size. What a projection
-    /// charges at the target RTT where the bandwidth would not hold the transfer longer.
-    #[serde(default)]
-    pub slow_start_rounds: u64,
+    /// doubling of the window from ten segments to the response's size; and how long those
+    /// responses streamed without the link. A projection charges the rounds at the target RTT
+    /// where the bandwidth would not hold the transfer longer, overlapping the streaming.
+    #[serde(flatten)]
+    pub large_responses: LargeResponses,
 }
 
 /// The collector's view of everything recorded: totals, statement classes (bounded, see the module docs), connections open and recently closed.
@@ -426,8 +428,8 @@ impl Aggregates {
         let (wire_up, wire_down) = r.wire();
         t.wire_up += wire_up;
         t.wire_down += wire_down;
-        let slow_start_rounds = r.slow_start_rounds();
-        t.slow_start_rounds += slow_start_rounds;
+        let large_responses = LargeResponses::of(r);
+        t.large_responses.add(large_responses);
         t.unparsed += u64::from(r.unparsed);
         t.rows += r.rows;
         let connection = match self.connections.entry(r.conn_id) {
@@ -447,7 +449,7 @@ impl Aggregates {
             c.wire_down += wire_down;
             c.rows += r.rows;
             c.injected_us += r.injected_within_latency();
-            c.slow_start_rounds += slow_start_rounds;
+            c.large_responses.add(large_responses);
             if r.rtt_us > 0 {
                 c.rtt_us = r.rtt_us;
             }
@@ -562,7 +564,7 @@ impl ConnectionStats {
             rows: 0,
             rtt_us: 0,
             injected_us: 0,
-            slow_start_rounds: 0,
+            large_responses: LargeResponses::default(),
         }
     }
 

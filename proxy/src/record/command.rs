@@ -37,6 +37,33 @@ fn slow_start_rounds(bytes: u64) -> u64 {
     u64::from((bytes.saturating_sub(1) / INITIAL_WINDOW + 1).ilog2())
 }
 
+/// What TCP's slow start does to some commands' large responses over a far link, summed.
+/// Flattened into the report's objects, so its keys read `slow_start_rounds` and
+/// `slow_start_stream_us` there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LargeResponses {
+    /// Round trips slow start adds to the responses ([`CommandRecord::slow_start_rounds`]).
+    #[serde(rename = "slow_start_rounds", default)]
+    pub rounds: u64,
+    /// Of the commands' time without the link, how long those responses streamed, first
+    /// byte to last ([`CommandRecord::stream_us`]), µs: what the rounds overlap.
+    #[serde(rename = "slow_start_stream_us", default)]
+    pub stream_us: u64,
+}
+
+impl LargeResponses {
+    /// One command's.
+    pub fn of(r: &CommandRecord) -> LargeResponses {
+        LargeResponses { rounds: r.slow_start_rounds(), stream_us: r.stream_us() }
+    }
+
+    /// Sums `other` into this.
+    pub fn add(&mut self, other: LargeResponses) {
+        self.rounds += other.rounds;
+        self.stream_us += other.stream_us;
+    }
+}
+
 /// One command and its response. The default is empty: connection 0, no statement.
 #[derive(Clone, Debug, Default)]
 pub struct CommandRecord {
@@ -220,6 +247,20 @@ impl CommandRecord {
         slow_start_rounds(self.wire().1)
     }
 
+    /// For a response slow start stretches (see [`Self::slow_start_rounds`]; 0 for others),
+    /// how long it streamed without the link, µs: first byte to last, at most the command's
+    /// time less what the link added. The server producing the rows and the client reading
+    /// them go on while a far link's window opens, so the rounds overlap this time.
+    pub fn stream_us(&self) -> u64 {
+        let Some(first_byte_us) = self.first_byte_us.filter(|_| self.slow_start_rounds() > 0) else {
+            return 0;
+        };
+        let real_path_us = u64::from(self.round_trips) * u64::from(self.rtt_us);
+        let without_link =
+            self.latency_us().saturating_sub(self.injected_within_latency()).saturating_sub(real_path_us);
+        self.last_byte_us.saturating_sub(first_byte_us).min(without_link)
+    }
+
     /// Time from request to first response byte: the server's work plus one round trip.
     pub fn first_byte_latency_us(&self) -> Option<u64> {
         self.first_byte_us.map(|t| t.saturating_sub(self.request_us))
@@ -234,6 +275,23 @@ mod tests {
     fn slow_start_takes_a_round_trip_per_doubling_of_ten_segments() {
         let rounds = [0, 1_000, 14_480, 14_481, 3 * 14_480, 3 * 14_480 + 1, 40_000_000].map(slow_start_rounds);
         assert_eq!(rounds, [0, 0, 0, 1, 1, 2, 11]);
+    }
+
+    #[test]
+    fn a_large_response_streams_from_its_first_byte_to_its_last_without_the_link() {
+        let mut r = CommandRecord {
+            request_us: 1_000,
+            first_byte_us: Some(21_000),
+            last_byte_us: 271_000,
+            ..CommandRecord::default()
+        };
+        (r.round_trips, r.bytes_down) = (1, 40_000_000);
+        assert_eq!(r.stream_us(), 250_000);
+        // Over an emulated link that held most of it, only the rest is the server's and the client's.
+        r.injected_us = 200_000;
+        assert_eq!(r.stream_us(), 70_000);
+        r.bytes_down = 14_000;
+        assert_eq!(r.stream_us(), 0, "a response within the initial window has no rounds to overlap");
     }
 
     /// A recycled record, reset, is exactly a new one: nothing of the command it carried

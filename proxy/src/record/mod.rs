@@ -53,7 +53,7 @@ use tokio::time::Instant;
 
 pub use aggregate::{Aggregates, ConnectionStats, OTHER_FINGERPRINT, QueryStats, Totals};
 pub use collector::{Collector, Consumer};
-pub use command::{CommandRecord, Values};
+pub use command::{CommandRecord, LargeResponses, Values};
 pub use compressibility::{Compressibility, MeasureBudget, PayloadSample, ResponseSampler};
 pub use event::{Connected, Event, EventReceiver, EventSink, IdentityChange};
 pub use latency::{Latency, LatencySummary};

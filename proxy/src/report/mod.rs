@@ -422,7 +422,7 @@ fn what_if(a: &Aggregates, t: &Totals, scenarios: &[Scenario]) -> Vec<WhatIfRepo
         bytes: t.wire_up + t.wire_down,
         observed_rtt_us: u64::from(a.rtt_us),
         injected_us: t.injected_us,
-        slow_start_rounds: t.slow_start_rounds,
+        large_responses: t.large_responses,
     };
     projections(recording, scenarios)
         .into_iter()
@@ -438,7 +438,7 @@ fn what_if(a: &Aggregates, t: &Totals, scenarios: &[Scenario]) -> Vec<WhatIfRepo
                         bytes: c.wire_up + c.wire_down,
                         observed_rtt_us: u64::from(c.rtt_us),
                         injected_us: c.injected_us,
-                        slow_start_rounds: c.slow_start_rounds,
+                        large_responses: c.large_responses,
                     };
                     ConnectionProjection {
                         id: c.id,

@@ -109,7 +109,7 @@ fn add_totals(t: &mut Totals, later: &Totals) {
     t.wire_down += later.wire_down;
     t.unparsed += later.unparsed;
     t.inject_late_us += later.inject_late_us;
-    t.slow_start_rounds += later.slow_start_rounds;
+    t.large_responses.add(later.large_responses);
 }
 
 /// Adds `later`'s counters to `mine`; identity and the last RTT are `later`'s.
@@ -124,7 +124,7 @@ fn add_connection(mine: &mut ConnectionStats, later: &ConnectionStats) {
     mine.wire_down += later.wire_down;
     mine.rows += later.rows;
     mine.injected_us += later.injected_us;
-    mine.slow_start_rounds += later.slow_start_rounds;
+    mine.large_responses.add(later.large_responses);
     mine.user.clone_from(&later.user);
     mine.schema.clone_from(&later.schema);
     if later.rtt_us > 0 {
