@@ -21,10 +21,10 @@ async fn connect(proxy: &TestProxy) -> Conn {
     Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await.expect("connect")
 }
 
-/// rttscope with the database emulated 15 ms away.
-fn far_proxy() -> TestProxy {
+/// rttscope with the database emulated `rtt_ms` away.
+fn far_proxy(rtt_ms: u64) -> TestProxy {
     let mut config = test_config();
-    config.inject.rtt = HumanDuration::from_millis(15);
+    config.inject.rtt = HumanDuration::from_millis(rtt_ms);
     TestProxy::with_config(config)
 }
 
@@ -87,22 +87,34 @@ fn only(r: &Report, kind: Kind) -> &FindingReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_loop_handed_round_a_pool_spans_no_more_than_the_client_waited() {
-    let proxy = far_proxy();
+    loop_handed_round_a_pool(15, "tm_pool").await;
+}
+
+/// 50 ms away, each connection waits 150 ms between its own children (the other three's
+/// round trips), past `max_gap`: still one loop over the parent's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_handed_round_a_pool_over_a_far_link_is_found() {
+    loop_handed_round_a_pool(50, "tm_far_pool").await;
+}
+
+async fn loop_handed_round_a_pool(rtt_ms: u64, prefix: &str) {
+    let proxy = far_proxy(rtt_ms);
     let mut pool = Vec::new();
     for _ in 0..4 {
         pool.push(connect(&proxy).await);
     }
-    shop(&mut pool[0], "tm_pool").await;
+    shop(&mut pool[0], prefix).await;
     let started = Instant::now();
-    let customers: Vec<u32> = pool[0].query("SELECT id FROM tm_pool_customers ORDER BY id").await.unwrap();
+    let customers: Vec<u32> = pool[0].query(format!("SELECT id FROM {prefix}_customers ORDER BY id")).await.unwrap();
     for (i, id) in customers.iter().enumerate() {
         let _: Option<i64> = pool[i % 4]
-            .query_first(format!("SELECT sum(total) FROM tm_pool_orders WHERE customer_id = {id}"))
+            .query_first(format!("SELECT sum(total) FROM {prefix}_orders WHERE customer_id = {id}"))
             .await
             .unwrap();
     }
     let client_us = started.elapsed().as_micros() as u64;
-    let r = report_after(&proxy, "select sum(total) from tm_pool_orders where customer_id = ?", u64::from(CUSTOMERS));
+    let child = format!("select sum(total) from {prefix}_orders where customer_id = ?");
+    let r = report_after(&proxy, &child, u64::from(CUSTOMERS));
     let f = only(&r, Kind::NPlusOne);
     // One loop over one result, on four connections: the parent is counted once.
     assert_eq!((f.evidence.executions, f.round_trips), (u64::from(CUSTOMERS), u64::from(CUSTOMERS) + 1), "{f:#?}");
@@ -112,14 +124,14 @@ async fn a_loop_handed_round_a_pool_spans_no_more_than_the_client_waited() {
         "the loop's span {} µs, the client's whole loop {client_us} µs: {f:#?}",
         f.evidence.elapsed_us
     );
-    // Each child waited its 15 ms: the children's own time is most of the client's.
-    assert!(f.cost_us >= u64::from(CUSTOMERS) * 15_000, "{f:#?}");
+    // Each child waited its round trip: the children's own time is most of the client's.
+    assert!(f.cost_us >= u64::from(CUSTOMERS) * rtt_ms * 1_000, "{f:#?}");
     assert_figures_nest(&r);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shops_write_loop_spans_its_own_inserts_not_the_lookups_before() {
-    let proxy = far_proxy();
+    let proxy = far_proxy(15);
     let mut conn = connect(&proxy).await;
     shop(&mut conn, "tm_shop").await;
     let customers: Vec<u32> = conn.query("SELECT id FROM tm_shop_customers ORDER BY id").await.unwrap();

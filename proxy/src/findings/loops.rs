@@ -42,6 +42,9 @@ use crate::record::{CommandRecord, Origin, Values};
 const PARENTS_PER_SCOPE: usize = 4;
 /// How long before a run's start a parent's result may have ended.
 const PARENT_WINDOW_US: u64 = 10_000_000;
+/// The longest gap between two steps of a run over a parent's rows (see [`over_live_parent`]):
+/// a pool of eight over a 250 ms link.
+const PARENT_GAP_US: u64 = 2_000_000;
 /// Children checked against the parents' sampled values (a parent's sample covers its first
 /// rows, so later children cannot match anyway).
 const CHILDREN_CHECKED: u32 = 64;
@@ -320,22 +323,49 @@ fn push_bounded(parents: &mut VecDeque<Candidate>, candidate: Candidate) {
 
 /// Whether `run` goes on with an execution of `r` of `kind` (by thresholds `t`), the scope's
 /// statement number `statement` after `boundaries` boundaries: back to back, and from the
-/// same place. If it does, how many other data statements came between.
+/// same place. If it does, how many other data statements came between. `results` are the
+/// application's latest multi-row results, for a run over one of them (see [`over_live_parent`]).
 fn continues(
     run: &LoopRun,
     t: &Thresholds,
     kind: Kind,
     r: &CommandRecord,
-    statement: u64,
-    boundaries: u64,
+    (statement, boundaries): (u64, u64),
+    results: Option<&VecDeque<Candidate>>,
 ) -> Option<u64> {
     let between = statement.checked_sub(run.at_statement + 1)?;
+    let gap = r.request_us.saturating_sub(run.run.last_us);
     (run.run.kind == kind
         && run.run.origin == r.origin
-        && r.request_us.saturating_sub(run.run.last_us) <= t.max_gap_us
+        && (gap <= t.max_gap_us || (gap <= PARENT_GAP_US && over_live_parent(run, r, results)))
         && boundaries == run.at_boundary
         && between <= t.max_between)
         .then_some(between)
+}
+
+/// Whether `run` is over a parent's rows — linked to it, or `r`'s values among them — and that
+/// parent is still the application's latest result of its statement. A loop handed round a
+/// pool over a far link waits the other connections' round trips between its own children
+/// (three of 50 ms on a pool of four), longer than any gap between a loop's steps on one
+/// connection; its parent is what shows the children are one loop. The parent's statement
+/// running again starts the next loop, over the new rows.
+fn over_live_parent(run: &LoopRun, r: &CommandRecord, results: Option<&VecDeque<Candidate>>) -> bool {
+    let Some(results) = results else { return false };
+    let latest = |c: &Candidate| match results.iter().rposition(|l| l.link.fingerprint == c.link.fingerprint) {
+        Some(i) => Arc::ptr_eq(&results[i].claimed, &c.claimed),
+        None => false,
+    };
+    match &run.run.parent {
+        Some(parent) => run
+            .candidates
+            .iter()
+            .find(|c| c.link.request_us == parent.request_us && c.link.fingerprint == parent.fingerprint)
+            .is_some_and(latest),
+        None => run
+            .candidates
+            .iter()
+            .any(|c| r.values.as_slice().iter().any(|v| c.values.binary_search(v).is_ok()) && latest(c)),
+    }
 }
 
 /// A run that starts with `r`, the scope's statement number `statement` after `boundaries`
@@ -466,7 +496,7 @@ impl Loops {
         let run = match self.runs.entry(key) {
             Entry::Occupied(known) => {
                 let run = known.into_mut();
-                match continues(run, &t, kind, r, statement, boundaries) {
+                match continues(run, &t, kind, r, at, self.results.get(&ctx.app)) {
                     Some(between) => run.iteration(between, r.request_us),
                     None => {
                         let parents = candidates(self.positions.get(&scope), self.results.get(&ctx.app), r);
