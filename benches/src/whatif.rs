@@ -17,6 +17,7 @@ use mysql_async::Conn;
 use mysql_async::prelude::*;
 use rttscope::report::Report;
 use rttscope_config::{Bandwidth, Config, HumanDuration, Scenario};
+use rttscope_integration_tests::clients::{conn_args, python, script};
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
 use serde::Serialize;
@@ -57,6 +58,9 @@ pub enum Workload {
     NPlusOnePool,
     /// `LIMIT/OFFSET` pages read one after another.
     Paging,
+    /// One server-side cursor read ten rows per `COM_STMT_FETCH` (Connector/C's
+    /// `STMT_ATTR_PREFETCH_ROWS`, from Python: mysql_async has no cursors).
+    CursorFetch,
     /// Single-row INSERTs one after another.
     Inserts,
     /// One large result.
@@ -64,14 +68,21 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] =
-        [Workload::NPlusOne, Workload::NPlusOnePool, Workload::Paging, Workload::Inserts, Workload::LargeRead];
+    pub const ALL: [Workload; 6] = [
+        Workload::NPlusOne,
+        Workload::NPlusOnePool,
+        Workload::Paging,
+        Workload::CursorFetch,
+        Workload::Inserts,
+        Workload::LargeRead,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Workload::NPlusOne => "N+1, one connection",
             Workload::NPlusOnePool => "N+1, pool of 4",
             Workload::Paging => "LIMIT/OFFSET paging",
+            Workload::CursorFetch => "cursor, fetch size 10",
             Workload::Inserts => "single-row INSERTs",
             Workload::LargeRead => "large read",
         }
@@ -165,7 +176,14 @@ async fn recorded(plan: &Plan, workload: Workload, link: Option<Cell>) -> Result
         config.inject.bandwidth = cell.mbit.and_then(|m| Bandwidth::new(m * 1_000_000));
     }
     let proxy = TestProxy::with_config(config);
-    let commands = drive(&proxy, plan, workload).await?;
+    match drive(&proxy, plan, workload).await? {
+        Some(commands) => all_recorded(&proxy, commands).await,
+        None => settled(&proxy).await,
+    }
+}
+
+/// The report once `commands` commands are recorded.
+async fn all_recorded(proxy: &TestProxy, commands: u64) -> Result<Report> {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let report = proxy.state().report();
@@ -177,13 +195,36 @@ async fn recorded(plan: &Plan, workload: Workload, link: Option<Cell>) -> Result
     }
 }
 
+/// The report once the command count stays put for 300 ms: for a client whose commands
+/// rttscope counts its own way (a C API cursor's prepare, execute, fetches and close).
+async fn settled(proxy: &TestProxy) -> Result<Report> {
+    let mut last = proxy.state().report();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let report = proxy.state().report();
+        if report.totals.commands == last.totals.commands && report.totals.commands > 0 {
+            return Ok(report);
+        }
+        last = report;
+    }
+    anyhow::bail!("the recording never settled")
+}
+
 async fn connect(proxy: &TestProxy) -> Result<Conn> {
     Ok(Conn::new(TestDb::shared().opts_via(proxy.addr(), NATIVE.user, NATIVE.password)).await?)
 }
 
-/// Runs `workload` through `proxy`; the commands rttscope will have recorded for it (logins,
+/// Runs `workload` through `proxy`; the commands rttscope will have recorded for it, when known.
+async fn drive(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<Option<u64>> {
+    match workload {
+        Workload::CursorFetch => cursor_read(proxy.addr(), 10 * plan.repeats).await.map(|()| None),
+        _ => drive_mysql_async(proxy, plan, workload).await.map(Some),
+    }
+}
+
+/// Runs a workload by mysql_async; the commands rttscope will have recorded for it (logins,
 /// the driver's own first query, the workload's statements; quits excepted, being sent last).
-async fn drive(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<u64> {
+async fn drive_mysql_async(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<u64> {
     let n = plan.repeats;
     let connections = if workload == Workload::NPlusOnePool { 4 } else { 1 };
     let mut pool = Vec::new();
@@ -213,7 +254,7 @@ async fn drive(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<u64
             }
             u64::from(n)
         }
-        Workload::LargeRead => {
+        Workload::LargeRead | Workload::CursorFetch => {
             let rows: Vec<String> =
                 pool[0].query(format!("SELECT REPEAT('x', 1000) FROM seq_1_to_{}", plan.large_rows)).await?;
             anyhow::ensure!(rows.len() == plan.large_rows as usize, "the large read came back short");
@@ -227,6 +268,25 @@ async fn drive(proxy: &TestProxy, plan: &Plan, workload: Workload) -> Result<u64
     Ok(statements + 2 * connections as u64)
 }
 
+/// Reads `rows` rows of `wif_cursor` through a cursor ten rows per fetch, by Connector/C.
+async fn cursor_read(addr: std::net::SocketAddr, rows: u32) -> Result<()> {
+    let mut args = vec![script("cursor_fetch.py").display().to_string(), "read".into()];
+    args.extend(conn_args(addr, NATIVE));
+    args.extend(["--table", "wif_cursor", "--prefetch", "10", "--rows"].map(String::from));
+    args.push(rows.to_string());
+    let python = python()?;
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new(python).args(&args).output())
+        .await?
+        .context("cursor_fetch.py")?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    anyhow::ensure!(
+        out.status.success() && stdout.contains(&format!("rows={rows} ")),
+        "cursor_fetch.py read: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
+}
+
 async fn prepare(db: &TestDb, plan: &Plan) -> Result<()> {
     let mut conn = Conn::new(db.opts(NATIVE.user, NATIVE.password)).await.context("the test database")?;
     let n = plan.repeats.max(1_000);
@@ -237,6 +297,10 @@ async fn prepare(db: &TestDb, plan: &Plan) -> Result<()> {
             50 * n
         ),
         "CREATE OR REPLACE TABLE wif_audit (customer_id INT, note CHAR(10))".to_owned(),
+        format!(
+            "CREATE OR REPLACE TABLE wif_cursor (id INT PRIMARY KEY, name VARCHAR(40)) SELECT seq AS id, CONCAT('name-', seq) AS name FROM seq_1_to_{}",
+            10 * n
+        ),
     ] {
         conn.query_drop(sql).await?;
     }

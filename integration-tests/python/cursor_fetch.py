@@ -10,6 +10,8 @@ Modes:
              STMT_ATTR_PREFETCH_ROWS=--prefetch, so each COM_STMT_FETCH asks
              for that many rows; two cursors open at once with their fetches
              interleaved, a text query between fetches, and an empty cursor
+  read       one such cursor over the first --rows rows, and nothing else (the
+             what-if benchmark's cursor workload)
   connector  MariaDB Connector/Python's cursor(cursor_type=READ_ONLY,
              prefetch_size=N). Connector/Python 1.1 stores prefetch_size but
              never hands it to Connector/C, so unbuffered it fetches one row
@@ -112,6 +114,20 @@ def capi(args):
     conn.close()
 
 
+def read(args):
+    """One cursor read to the end and nothing else: the what-if benchmark's workload."""
+    import capi as c
+
+    conn = c.Conn(args.host, args.port, args.user, args.password, args.db)
+    digest = Digest()
+    cursor = c.CursorStmt(conn, f"SELECT id, name FROM {args.table} WHERE id <= {args.rows} ORDER BY id", args.prefetch)
+    while (row := cursor.fetch()) is not None:
+        digest.add(row)
+    cursor.close()
+    print("cursor read: %s" % digest)
+    conn.close()
+
+
 def connector(args):
     import mariadb
 
@@ -140,7 +156,7 @@ def connector(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", choices=["setup", "capi", "connector"])
+    p.add_argument("mode", choices=["setup", "capi", "read", "connector"])
     p.add_argument("--host", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--user", required=True)
@@ -149,8 +165,9 @@ def main():
     p.add_argument("--table", default="cursor_rows")
     p.add_argument("--prefetch", type=int, default=100)
     p.add_argument("--buffered", action="store_true")
+    p.add_argument("--rows", type=int, default=ROWS)
     args = p.parse_args()
-    {"setup": setup, "capi": capi, "connector": connector}[args.mode](args)
+    {"setup": setup, "capi": capi, "read": read, "connector": connector}[args.mode](args)
 
 
 if __name__ == "__main__":
