@@ -2,7 +2,7 @@
 //! caching_sha2_password and sha256_password written from MySQL's documentation; see
 //! `integration-tests/python/mysql8_server.py`), on every combination of TLS legs, with full
 //! and fast authentication, by real clients: PyMySQL, mysqlclient and the `mariadb` CLI
-//! (libmariadb), Node's mysql2 and mysql_async. The server's own log says which path each login took and over which leg.
+//! (libmariadb), Node's mysql2, MariaDB Connector/J and mysql_async. The server's own log says which path each login took and over which leg.
 //!
 //! The cell that failed before rttscope stood in for the server's key: a client without TLS
 //! (the sidecar set-up) in front of a TLS server, after the server's cache was emptied — the
@@ -83,7 +83,7 @@ fn assert_cell(
 
 /// Plain client → TLS long hop (rttscope's key stands in for the server's), TLS → TLS,
 /// plain → plain: every plugin logs in, full and fast, with PyMySQL, mysqlclient, the
-/// `mariadb` CLI and Node's mysql2.
+/// `mariadb` CLI, Node's mysql2 and Connector/J (`allowPublicKeyRetrieval` on a plain leg).
 #[test]
 fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
@@ -93,7 +93,7 @@ fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     else {
         return Ok(());
     };
-    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2"] {
+    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"] {
         assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
         assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
         assert_cell(driver, &plain_server, plain_hop.addr(), "plain", "plain")?;
