@@ -14,7 +14,8 @@ written from MySQL's client/server protocol documentation (not from rttscope's b
 - query attributes: `SELECT mysql_query_attribute_string('name')` answers the attribute the
   statement carried, as MySQL's query_attributes component does;
 - what MySQL answers and mysql-mimic did not: the rows of a result end with an OK whose affected
-  rows are 0, and Connector/J's first statement (a SET with an expression) is accepted.
+  rows are 0, Connector/J's first statement (a SET with an expression) is accepted, and a
+  COM_CHANGE_USER without an auth response gets an auth switch with a fresh scramble.
 
 Every login's compression is logged ("compression ALGORITHM LEVEL") to the server's log.
 """
@@ -222,8 +223,24 @@ async def connection_phase(self):
     stream.reader, stream.writer = link.reader, link
 
 
+original_parse_com_change_user = packets.parse_com_change_user
+
+
+def parse_com_change_user(*args, **kwargs):
+    """A COM_CHANGE_USER whose auth response is empty (libmysqlclient's, for the SHA-256
+    plugins: its plugin waits for the server's scramble) is answered with an AuthSwitchRequest
+    carrying a fresh one, as MySQL does; mysql-mimic would go on with the connection's
+    scramble and nothing to check it against. Dropping the client's plugin name makes it
+    switch."""
+    change = original_parse_com_change_user(*args, **kwargs)
+    if not change.auth_response:
+        change.client_plugin = None
+    return change
+
+
 def install(log_line):
     """Adds the features to mysql-mimic's Connection; `log_line` appends to the server's log."""
+    packets.parse_com_change_user = parse_com_change_user
     Connection.log_line = lambda self, line: log_line(line)
     Connection.ok = ok
     Connection.write_text_resultset = write_text_resultset
