@@ -4,7 +4,8 @@ logins — the first takes full authentication, the second fast — each running
 SELECT CURRENT_USER() (the server answers "USER LEG").
 
 Usage: mysql8_login.py DRIVER HOST PORT tls|plain SERVER_PID SERVER_LOG USER:PASSWORD...
-DRIVER: pymysql, mysqlclient (MySQLdb, on libmariadb) or mariadb-cli (the mariadb command). A HOST starting with / is a Unix socket
+DRIVER: pymysql, mysqlclient (MySQLdb, on libmariadb), mariadb-cli (the mariadb command) or
+connector-j (Debian's MariaDB Connector/J, integration-tests/java/Mysql8Login.java). A HOST starting with / is a Unix socket
 (PyMySQL; PORT is then ignored). Prints "USER N: ANSWER" or
 "USER N: error CODE MESSAGE" for each login.
 """
@@ -65,9 +66,24 @@ def cli_login(host, port, tls, user, password):
     return f"error {error.group(1)} {error.group(2)}" if error else f"error ? {out.stderr.strip()}"
 
 
+def connector_j_login(host, port, tls, user, password):
+    """Connector/J (allowPublicKeyRetrieval on a plain connection), one query."""
+    import subprocess
+
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "java", "Mysql8Login.java")
+    out = subprocess.run(
+        ["java", "-cp", "/usr/share/java/mariadb-java-client.jar", source, host, str(port),
+         "tls" if tls else "plain", user, password],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    return out.stdout.strip() or f"error ? {out.stderr.strip()}"
+
+
 def login(driver, host, port, tls, user, password):
     if driver == "mariadb-cli":
         return cli_login(host, port, tls, user, password)
+    if driver == "connector-j":
+        return connector_j_login(host, port, tls, user, password)
     try:
         conn = connect(driver, host, port, tls, user, password)
     except Exception as e:  # pylint: disable=broad-except

@@ -14,7 +14,9 @@ MySQL's documentation, not from rttscope's behaviour:
 Usage: mysql8_server.py LOG_FILE [--tls] [--mysql9] [--sha256-default] (the greeting names
 sha256_password, as with MySQL's default_authentication_plugin=sha256_password). Prints "port N" once listening. Every
 login appends "USER PLUGIN PATH LEG RESULT" to LOG_FILE (PATH fast or full, LEG tls or plain);
-SIGHUP empties the cache (as a restart does) and appends "- flush".
+SIGHUP empties the cache (as a restart does) and appends "- flush". MySQL's protocol features
+beyond MariaDB's (compression with zstd, session tracking, optional metadata, query attributes)
+come from mysql8_protocol.py.
 """
 
 import asyncio
@@ -35,7 +37,10 @@ from cryptography.x509.oid import NameOID
 from mysql_mimic import MysqlServer, Session, User, packets, utils
 from mysql_mimic.auth import AuthPlugin, Forbidden, IdentityProvider, NativePasswordAuthPlugin, Success
 from mysql_mimic.connection import Connection
+from mysql_mimic.constants import DEFAULT_SERVER_CAPABILITIES
 from mysql_mimic.stream import MysqlStream
+
+import mysql8_protocol
 
 PASSWORDS = {
     "u_sha2": ("caching_sha2_password", "a-sha2-password-longer-than-20"),
@@ -49,6 +54,7 @@ PUBLIC_PEM = RSA_KEY.public_key().public_bytes(
     serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
 )
 LOG = None
+FEATURES = mysql8_protocol.Features()
 
 
 def sha256(data):
@@ -62,6 +68,11 @@ def stored_hash(password):
 def log(user, plugin, path, result):
     secure = "tls" if is_secure() else "plain"
     LOG.write(f"{user} {plugin} {path} {secure} {result}\n")
+    LOG.flush()
+
+
+def log_line(line):
+    LOG.write(f"{line}\n")
     LOG.flush()
 
 
@@ -200,7 +211,14 @@ class EchoUser(Session):
             return [], []
         if "CURRENT_USER" in sql.upper():
             return [(f"{self.username} {'tls' if is_secure() else 'plain'}",)], ["who"]
+        answer = FEATURES.answer(CONNECTION.get(), sql, attrs)
+        if answer is not None:
+            return answer
         return await super().handle_query(sql, attrs)
+
+    async def use(self, database):
+        self.database = database
+        FEATURES.used(CONNECTION.get(), database)
 
     async def query(self, expression, sql, attrs):
         return [(1,)], ["1"]
@@ -269,10 +287,14 @@ async def main():
     mysql9 = "--mysql9" in sys.argv
     Connection.authenticate = authenticate
     MysqlStream.start_tls = start_tls
+    mysql8_protocol.install(log_line)
     with tempfile.TemporaryDirectory() as directory:
         context = tls_context(directory) if "--tls" in sys.argv else None
         accounts = Accounts(mysql9, "--sha256-default" in sys.argv)
-        server = MysqlServer(identity_provider=accounts, session_factory=EchoUser, ssl=context)
+        capabilities = DEFAULT_SERVER_CAPABILITIES | mysql8_protocol.CAPABILITIES
+        server = MysqlServer(
+            identity_provider=accounts, session_factory=EchoUser, ssl=context, capabilities=capabilities
+        )
         await server.start_server(host="127.0.0.1", port=0)
         port = server._server.sockets[0].getsockname()[1]  # pylint: disable=protected-access
         # SIGHUP: the cache emptied, as by a server restart; the log says when.

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 
 use crate::browser::which;
-use crate::clients::{python, run, script};
+use crate::clients::{python, run, run_python, script};
 
 fn repo() -> &'static std::path::Path {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -23,6 +23,15 @@ fn repo() -> &'static std::path::Path {
 pub const SHA2: &str = "u_sha2:a-sha2-password-longer-than-20";
 pub const SHA256: &str = "u_sha256:sha256-pw";
 pub const NATIVE: &str = "u_native:native-pw";
+
+/// Runs `python/mysql8_features.py` at `addr` as `account`: MySQL's protocol features as
+/// MySQL's own clients use them (libmysqlclient, Connector/Python, PyMySQL), `scenario` with
+/// `args`. Returns what the client saw, one line a fact.
+pub fn features(addr: SocketAddr, account: &str, scenario: &str, args: &[&str]) -> Result<Vec<String>> {
+    let mut argv = vec![addr.ip().to_string(), addr.port().to_string(), account.to_owned(), scenario.to_owned()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    Ok(run_python("mysql8_features.py", &argv)?.lines().map(str::to_owned).collect())
+}
 
 /// A running server; killed on drop.
 pub struct Mysql8Server {

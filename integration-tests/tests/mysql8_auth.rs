@@ -2,7 +2,7 @@
 //! caching_sha2_password and sha256_password written from MySQL's documentation; see
 //! `integration-tests/python/mysql8_server.py`), on every combination of TLS legs, with full
 //! and fast authentication, by real clients: PyMySQL, mysqlclient and the `mariadb` CLI
-//! (libmariadb), Node's mysql2 and mysql_async. The server's own log says which path each login took and over which leg.
+//! (libmariadb), Node's mysql2, MariaDB Connector/J and mysql_async. The server's own log says which path each login took and over which leg.
 //!
 //! The cell that failed before rttscope stood in for the server's key: a client without TLS
 //! (the sidecar set-up) in front of a TLS server, after the server's cache was emptied — the
@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 
 use anyhow::Result;
 use rttscope_config::{Config, ListenAddr, ListenTlsMode};
-use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256};
+use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256, features};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 /// The three accounts, each with its plugin.
@@ -83,7 +83,7 @@ fn assert_cell(
 
 /// Plain client → TLS long hop (rttscope's key stands in for the server's), TLS → TLS,
 /// plain → plain: every plugin logs in, full and fast, with PyMySQL, mysqlclient, the
-/// `mariadb` CLI and Node's mysql2.
+/// `mariadb` CLI, Node's mysql2 and Connector/J (`allowPublicKeyRetrieval` on a plain leg).
 #[test]
 fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
@@ -93,7 +93,7 @@ fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     else {
         return Ok(());
     };
-    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2"] {
+    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"] {
         assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
         assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
         assert_cell(driver, &plain_server, plain_hop.addr(), "plain", "plain")?;
@@ -232,6 +232,41 @@ async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
     conn.change_user(change()).await?;
     assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
     assert_eq!(server.take_log(), [line("fast"), line("fast")], "plain client");
+    Ok(())
+}
+
+/// COM_CHANGE_USER by a plain client over the TLS long hop when the server wants the
+/// password in full (its cache emptied, or sha256_password): the client asks for the server's
+/// key, rttscope answers with its own as at login and sends the password over TLS. By
+/// mysql_async (its own caching_sha2_password) and libmysqlclient (`mysql_change_user`, with an
+/// auth switch to sha256_password and back). Before the stand-in followed COM_CHANGE_USER, the
+/// key request reached the server as a password: 1045.
+#[tokio::test]
+async fn a_plain_client_changes_user_with_full_authentication_over_the_tls_long_hop() -> Result<()> {
+    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    let (name, password) = SHA2.split_once(':').unwrap_or_default();
+    let change =
+        || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
+    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
+    server.flush()?;
+    server.take_log();
+    for _ in 0..2 {
+        conn.change_user(change()).await?;
+        assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
+    }
+    let line = |user: &str, plugin: &str, path: &str| format!("{user} {plugin} {path} tls ok");
+    let sha2 = "caching_sha2_password";
+    assert_eq!(server.take_log(), [line("u_sha2", sha2, "full"), line("u_sha2", sha2, "fast")], "mysql_async");
+    for (from, to, plugin) in [(SHA2, SHA256, "sha256_password"), (SHA256, SHA2, sha2)] {
+        server.flush()?;
+        let lines = features(proxy.addr(), from, "libmysql-change-user", &[to])?;
+        let user = to.split(':').next().unwrap_or_default();
+        assert_eq!(lines, ["change: ok".to_owned(), format!("who: (1, [('{user} tls',)])")], "libmysqlclient");
+        let log = server.take_log();
+        assert_eq!(log.last(), Some(&line(user, plugin, "full")), "libmysqlclient: {log:?}");
+    }
     Ok(())
 }
 

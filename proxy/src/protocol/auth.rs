@@ -140,6 +140,19 @@ pub fn with_auth_response(payload: &[u8], response: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The auth plugin a `COM_CHANGE_USER` payload (its command byte first) names: after the user,
+/// the auth response (one length byte: CLIENT_SECURE_CONNECTION, which every 4.1+ client
+/// sets), the schema and the two-byte character set. `None` when it names none: the server
+/// then takes mysql_native_password, which no stand-in follows.
+pub fn change_user_plugin(payload: &[u8]) -> Option<&str> {
+    let rest = payload.get(1..)?;
+    let rest = rest.get(rest.iter().position(|&b| b == 0)? + 1..)?;
+    let (&len, rest) = rest.split_first()?;
+    let rest = rest.get(usize::from(len)..)?;
+    let rest = rest.get(rest.iter().position(|&b| b == 0)? + 1 + 2..)?;
+    std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0)?]).ok()
+}
+
 /// XORs `data` with `scramble`, cycled: how the SHA-256 plugins hide the NUL-terminated
 /// password before encrypting it, and how the receiver recovers it. Involutive.
 pub fn xor_scramble(data: &mut [u8], scramble: &[u8]) {
@@ -255,6 +268,22 @@ mod tests {
         assert!(!password_in_first_packet(None, &password));
         let empty = with_auth_response(&key_request, &[0]).unwrap();
         assert!(!password_in_first_packet(Some(SHA256_PASSWORD), &empty));
+    }
+
+    #[test]
+    fn a_change_user_names_its_plugin_after_the_schema_and_charset() {
+        // COM_CHANGE_USER as libmysqlclient sends it: user, a 32-byte scramble, schema "",
+        // utf8mb4_0900_ai_ci (255), the plugin, connection attributes.
+        let mut p = b"\x11u_sha2\0\x20".to_vec();
+        p.extend_from_slice(&[7; 32]);
+        p.extend_from_slice(b"\0\xff\0caching_sha2_password\0\x00");
+        assert_eq!(change_user_plugin(&p), Some(CACHING_SHA2_PASSWORD));
+        // Without CLIENT_PLUGIN_AUTH: nothing after the charset; truncated: nothing at all.
+        let bare = b"\x11u\0\x00db\0\x21\0";
+        assert_eq!(change_user_plugin(bare), None);
+        for len in 0..p.len() - 2 {
+            assert_eq!(change_user_plugin(&p[..len]), None, "{len}");
+        }
     }
 
     #[test]

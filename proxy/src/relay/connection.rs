@@ -13,7 +13,7 @@ use super::activity::Activity;
 use super::connecting::Slot;
 use super::drain::DrainWatch;
 use super::error::{Refusal, RelayError};
-use super::handshake::{Ending, Established, Handshake, Settings, handshake};
+use super::handshake::{ChangedUser, Ending, Established, Handshake, Settings, change_user, handshake};
 use super::leg::Transport;
 use super::pump::{Ended, Legs, Observers, PumpSettings, pump};
 use super::timers;
@@ -138,13 +138,13 @@ async fn run(
     let server_id = established.greeting.connection_id;
     let _listed = shared.kills.list(server_id);
     let mut session = established.session;
+    let change_user_stand_in = established.change_user;
     let mut legs = Legs {
         client: established.client,
         upstream: established.upstream,
         client_pending: established.client_pending,
         upstream_pending: established.upstream_pending,
     };
-    let inject = shared.inject.as_ref().map(|control| InjectBinding::new(control.clone(), conn_id));
     let settings = PumpSettings {
         buffer_size: config.relay.buffer_size.0 as usize,
         idle_timeout: Some(config.limits.idle_timeout.0).filter(|d| !d.is_zero()),
@@ -152,8 +152,18 @@ async fn run(
         budget: shared.buffers.clone(),
         local: shared.local.clone().map(|answers| (answers, conn_id)),
         kills: Some((shared.kills.clone(), server_id)),
+        change_user_stand_in: change_user_stand_in.is_some(),
     };
-    let pumped = pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await;
+    let pumped = loop {
+        let inject = shared.inject.as_ref().map(|control| InjectBinding::new(control.clone(), conn_id));
+        let pumped = pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await;
+        // A COM_CHANGE_USER whose exchange rttscope's key stands in for: relayed, then on.
+        let (Ok(Ended::ChangeUser), Some(stand_in)) = (&pumped, &change_user_stand_in) else { break pumped };
+        let timeout = config.limits.handshake_timeout.0;
+        if let ChangedUser::Refused(refusal) = change_user(&mut legs, &mut session, tap, stand_in, timeout).await? {
+            return Ok(Outcome::Ended(Ending::Refused(refusal)));
+        }
+    };
     tell_how_it_ended(pumped, &mut legs, &session, tap, config, log).await
 }
 

@@ -19,6 +19,7 @@
 //! has a deadline; every refusal reaches the client as an ERR packet.
 
 mod auth;
+mod change_user;
 mod long_hop;
 mod settings;
 mod stand_in;
@@ -52,6 +53,8 @@ use crate::record::{Tap, micros};
 use auth::{AuthEnd, Framed, relay_auth};
 use long_hop::{LongHop, LongHopPlan};
 use stand_in::{NoClearOnTheLongHop, StandIn, Watch};
+
+pub(super) use change_user::{ChangeUserStandIn, ChangedUser, change_user};
 
 /// What the connection phase needs to know.
 pub(super) struct Settings<'a> {
@@ -121,6 +124,9 @@ pub(super) struct Established {
     /// pipelines its first command behind its auth reply): forwarded first.
     pub client_pending: Vec<u8>,
     pub upstream_pending: Vec<u8>,
+    /// For a plain client over a TLS long hop (neither leg compressed): what rttscope's key
+    /// needs to stand in for the server's in a `COM_CHANGE_USER`, as it did at login.
+    pub change_user: Option<ChangeUserStandIn>,
 }
 
 /// A step of the connection phase: on to the next one, or the end of the phase (the
@@ -438,6 +444,10 @@ async fn log_in(
     if !logged_in {
         return Ok(Handshake::Ended(Ending::LoginFailed));
     }
+    let stands_in = legs.upstream_tls.is_some() && legs.client_tls.is_none() && !unix_client;
+    let uncompressed = plan.client_algorithm.is_none() && plan.upstream_algorithm.is_none();
+    let change_user = (stands_in && uncompressed)
+        .then(|| ChangeUserStandIn::new(s.auth_keys.clone(), &a.greeting_payload, s.upstream.clone()));
     let ((client, client_pending), (upstream, upstream_pending)) = compressed_legs(client, upstream_io, &plan)?;
     Ok(Handshake::Established(Box::new(Established {
         client,
@@ -448,6 +458,7 @@ async fn log_in(
         legs,
         client_pending,
         upstream_pending,
+        change_user,
     })))
 }
 

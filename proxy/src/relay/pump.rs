@@ -64,6 +64,10 @@ pub enum Ended {
     QueryTimeout,
     /// Shutting down, and the connection had nothing in flight.
     Drained,
+    /// A `COM_CHANGE_USER` is at the front of what the client sent, not yet written (left in
+    /// [`Legs::client_pending`]): with [`PumpSettings::change_user_stand_in`], its exchange is
+    /// relayed apart, rttscope's key standing in for the server's, and the pump starts again.
+    ChangeUser,
 }
 
 /// Settings of one pump.
@@ -80,6 +84,9 @@ pub(super) struct PumpSettings {
     pub local: Option<(Arc<dyn LocalAnswers>, u64)>,
     /// The connections a KILL may name, and the server's id for this one.
     pub kills: Option<(Arc<Kills>, u32)>,
+    /// Stop at a `COM_CHANGE_USER` ([`Ended::ChangeUser`]): a plain client over a TLS long
+    /// hop, whose key request the server would read as a password.
+    pub change_user_stand_in: bool,
 }
 
 /// The two legs and what was read from them before the pump started.
@@ -110,6 +117,9 @@ pub(super) async fn pump(
     // rewritten) before they are written.
     session.renumber_upstream(marks);
     let seeded = (to_upstream.seed(client_pending), to_client.seed(upstream_pending));
+    // In the pipes now; what is left over when the pump stops goes back here.
+    client_pending.clear();
+    upstream_pending.clear();
     let timeouts = Timeouts::new(settings);
     let timer = timers::FlaggedTimer::new(timeouts.first(Instant::now()));
     let wire = upstream.wire_counters();
@@ -138,6 +148,7 @@ pub(super) async fn pump(
         withheld: 0,
         drain_registered: None,
         kill: None,
+        left_over: client_pending,
     };
     poll_fn(|cx| pump.poll(cx)).await
 }

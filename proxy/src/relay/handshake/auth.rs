@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::time::Instant;
 use zeroize::Zeroizing;
 
@@ -33,9 +33,9 @@ pub(super) enum AuthEnd {
 /// (caching_sha2's "fast auth done" is followed by the OK at once), so both are read at
 /// once. With a `watch`, a plain client's request for the server's key is answered here, or
 /// a request for a password that would cross the long hop in clear refused (see [`Watch`]).
-pub(super) async fn relay_auth(
-    client: &mut Framed,
-    upstream: &mut Framed,
+pub(super) async fn relay_auth<C: AsyncRead + AsyncWrite + Unpin, U: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut Framed<C>,
+    upstream: &mut Framed<U>,
     mut delta: u8,
     rtt: Duration,
     mut watch: Option<Watch>,
@@ -106,15 +106,21 @@ pub(super) async fn relay_auth(
     }
 }
 
-/// A stream read whole packets at a time, with what was read beyond them kept.
-pub(super) struct Framed {
-    pub(super) io: Transport,
+/// A stream read whole packets at a time, with what was read beyond them kept: a leg's
+/// transport during the login, or the leg itself for a `COM_CHANGE_USER` exchange.
+pub(super) struct Framed<T = Transport> {
+    pub(super) io: T,
     buf: Vec<u8>,
 }
 
-impl Framed {
-    pub(super) fn new(io: Transport) -> Framed {
-        Framed { io, buf: Vec::with_capacity(1024) }
+impl<T: AsyncRead + Unpin> Framed<T> {
+    pub(super) fn new(io: T) -> Framed<T> {
+        Framed::with_pending(io, Vec::with_capacity(1024))
+    }
+
+    /// `io`, whose first bytes (read before) are `pending`.
+    pub(super) fn with_pending(io: T, pending: Vec<u8>) -> Framed<T> {
+        Framed { io, buf: pending }
     }
 
     /// A complete packet from the buffer, if one is there.
@@ -143,7 +149,7 @@ impl Framed {
         Ok(())
     }
 
-    pub(super) fn into_parts(self) -> (Transport, Vec<u8>) {
+    pub(super) fn into_parts(self) -> (T, Vec<u8>) {
         (self.io, self.buf)
     }
 }

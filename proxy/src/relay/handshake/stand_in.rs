@@ -12,7 +12,8 @@ use std::sync::Arc;
 use zeroize::Zeroizing;
 
 use crate::protocol::auth::{
-    asks_for_full_password, auth_switch, greeting_scramble, is_key_request, public_key_packet, xor_scramble,
+    asks_for_full_password, auth_switch, change_user_plugin, greeting_scramble, is_key_request, public_key_packet,
+    xor_scramble,
 };
 use crate::relay::auth_key::{AuthKey, AuthKeys};
 use crate::relay::error::Refusal;
@@ -47,6 +48,8 @@ pub(super) struct StandIn {
     gave: Option<Arc<AuthKey>>,
     /// The client's next packet is its password, encrypted with that key.
     password_next: bool,
+    /// The client's next packet is a `COM_CHANGE_USER`, which names the plugin.
+    plugin_next: bool,
 }
 
 impl StandIn {
@@ -59,7 +62,14 @@ impl StandIn {
             scramble: greeting_scramble(greeting).unwrap_or_default(),
             gave: None,
             password_next: false,
+            plugin_next: false,
         }
+    }
+
+    /// For a `COM_CHANGE_USER` on a connection whose greeting gave `scramble`: the server
+    /// reuses the connection's scramble, and the command names the plugin.
+    pub(super) fn for_change_user(keys: AuthKeys, scramble: Vec<u8>) -> StandIn {
+        StandIn { keys, plugin: String::new(), scramble, gave: None, password_next: false, plugin_next: true }
     }
 
     /// Follows the server's packet: an auth switch brings a plugin and a scramble; a request
@@ -75,6 +85,14 @@ impl StandIn {
 
     /// What to do with the client's packet `payload`.
     pub(super) async fn client_said(&mut self, payload: &[u8]) -> Result<ClientPacket, Refusal> {
+        if std::mem::take(&mut self.plugin_next) {
+            self.plugin = change_user_plugin(payload).unwrap_or_default().to_owned();
+            // A client given rttscope's key at login keeps it for the connection (mysql_async
+            // does): told to send the password in full, it encrypts with it without asking.
+            // One that asks is answered all the same.
+            self.gave = Some(self.keys.get().await.map_err(Refusal::NoRsaKey)?);
+            return Ok(ClientPacket::Relay);
+        }
         if is_key_request(&self.plugin, payload) {
             return self.give_key().await.map(ClientPacket::Answer);
         }
@@ -209,6 +227,29 @@ mod tests {
         stand_in.upstream_said(&[1, 4]);
         let again = encrypt(&key, b"pw", b"abcdefghijklmnopqrst");
         assert!(matches!(stand_in.client_said(&again).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0"));
+    }
+
+    #[tokio::test]
+    async fn a_change_user_names_the_plugin_and_the_connections_scramble_hides_the_password() {
+        let mut stand_in = StandIn::for_change_user(AuthKeys::default(), b"ABCDEFGHIJKLMNOPQRST".to_vec());
+        let mut change_user = b"\x11u_sha2\0\x20".to_vec();
+        change_user.extend_from_slice(&[7; 32]);
+        change_user.extend_from_slice(b"\0\xff\0caching_sha2_password\0");
+        assert!(matches!(stand_in.client_said(&change_user).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(&[1, 4]);
+        let key = key_for(&mut stand_in, &[2]).await;
+        let ciphertext = encrypt(&key, b"pw", b"ABCDEFGHIJKLMNOPQRST");
+        assert!(
+            matches!(stand_in.client_said(&ciphertext).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0")
+        );
+        // A client that kept the key from its login does not ask for it again.
+        let mut stand_in = StandIn::for_change_user(AuthKeys::default(), b"ABCDEFGHIJKLMNOPQRST".to_vec());
+        assert!(matches!(stand_in.client_said(&change_user).await, Ok(ClientPacket::Relay)));
+        stand_in.upstream_said(&[1, 4]);
+        let ciphertext = encrypt(&key, b"pw", b"ABCDEFGHIJKLMNOPQRST");
+        assert!(
+            matches!(stand_in.client_said(&ciphertext).await, Ok(ClientPacket::Clear(p)) if p.as_slice() == b"pw\0")
+        );
     }
 
     #[tokio::test]

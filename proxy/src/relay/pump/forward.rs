@@ -9,6 +9,7 @@ use super::sockets::{bytes_waiting, client_hung_up, sample};
 use super::timeouts::Timeouts;
 use super::{Ended, Observers, PumpSettings};
 use crate::inject::InjectBinding;
+use crate::protocol::constants::command::COM_CHANGE_USER;
 use crate::protocol::{Direction, PacketScanner, Peer, Session};
 use crate::record::{Tap, now_us};
 use crate::relay::drain::DrainWatch;
@@ -62,6 +63,8 @@ pub(super) struct Pump<'a> {
     /// connection's client socket to close, as the server closed it before answering
     /// (see `kills`).
     pub(super) kill: Option<kills::Held>,
+    /// Where the client bytes not yet written go when the pump stops at a `COM_CHANGE_USER`.
+    pub(super) left_over: &'a mut Vec<u8>,
 }
 
 impl Pump<'_> {
@@ -150,6 +153,18 @@ impl Pump<'_> {
             }
             _ => None,
         };
+        // A COM_CHANGE_USER whose exchange needs rttscope's key: handed over unsent.
+        if self.settings.change_user_stand_in
+            && answer.is_none()
+            && let Some(fresh) = &fresh
+            && self.reply.is_none()
+            && self.kill.is_none()
+            && self.to_client.is_empty()
+            && change_user_at_front(&self.to_upstream, fresh, self.session)
+        {
+            *self.left_over = self.to_upstream.unsent().to_vec();
+            return Ok(Some(Ended::ChangeUser));
+        }
         // A statement answered here never crosses the emulated link.
         let local = answer.is_some();
         if self.marks
@@ -399,6 +414,18 @@ fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, 
         })
     };
     session.upstream_at_boundary(boundary);
+}
+
+/// Whether `fresh` starts with a `COM_CHANGE_USER` (sequence id 0) at a point where the
+/// pump may hand it over: synchronised, nothing in flight, nothing older waiting to go
+/// upstream.
+fn change_user_at_front(to_upstream: &HalfPipe, fresh: &Fresh, session: &Session) -> bool {
+    let bytes = to_upstream.fresh_bytes(fresh);
+    session.is_synced()
+        && session.is_idle()
+        && to_upstream.scanner.at_boundary()
+        && to_upstream.unsent().len() == bytes.len()
+        && bytes.get(3..5) == Some(&[0, COM_CHANGE_USER][..])
 }
 
 /// A statement rttscope answers itself: how many client bytes it took, and the answer.

@@ -55,6 +55,7 @@ impl Rig {
             budget: budget.clone(),
             local: None,
             kills: None,
+            change_user_stand_in: false,
         };
         let accepted = Instant::now();
         let live = Arc::new(LiveConnection::new(1, "test".into(), 0));
@@ -231,6 +232,7 @@ async fn a_late_write_is_activity_at_its_own_time() {
         budget: Arc::new(BufferBudget::new(0)),
         local: None,
         kills: None,
+        change_user_stand_in: false,
     };
     let mut timeouts = super::Timeouts::new(&settings);
     let read = Instant::now();
