@@ -6,6 +6,7 @@
 # `scripts/bench.sh --matrix [FLAGS]` runs the link matrix instead (link-matrix --help);
 # `scripts/bench.sh --confusion [FLAGS]` the link-verdict confusion matrix (link-confusion --help);
 # `scripts/bench.sh --whatif [--quick]` the what-if accuracy suite (whatif-accuracy --help).
+# `scripts/bench.sh --cpu [--quick]` CPU per query against HAProxy at paced rates (cpu-per-query --help).
 # Starts a private MariaDB unless RTTSCOPE_TEST_MYSQL_URL names one.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -86,6 +87,14 @@ fi
 
 echo "==> building the release rttscope binary" >&2
 cargo build --release --quiet -p rttscope --bin rttscope
+# `scripts/bench.sh --cpu [--quick]`: rttscope's CPU per query against HAProxy's, one
+# connection paced at 100, 1,000 and 10,000 queries/s, eight saturating, and both behind an
+# upstream 2 ms away (cpu-per-query --help). Release builds: it measures a cost.
+if [ "${1:-}" = "--cpu" ]; then
+  shift
+  echo "==> running CPU per query" >&2
+  exec cargo run --release --quiet -p rttscope-benches --bin cpu-per-query -- "$@"
+fi
 echo "==> running the benchmark" >&2
 # Recorded in the report, so docs/benchmarks.md's table says how it was made.
 export RTTSCOPE_BENCH_COMMAND="scripts/bench.sh${*:+ $*}"

@@ -31,6 +31,7 @@ pub mod haproxy;
 pub mod instructions;
 pub mod matrix;
 pub mod options;
+pub mod paced;
 pub mod pipe;
 pub mod report;
 pub mod run;
