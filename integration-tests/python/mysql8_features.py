@@ -9,7 +9,9 @@ Scenarios:
   libmysql-metadata                    optional result-set metadata, resultset_metadata=NONE
   libmysql-session-track               session state in OK packets (variables, schema, GTIDs)
   libmysql-reset                       COM_RESET_CONNECTION
-  libmysql-change-user USER:PASSWORD   COM_CHANGE_USER (get-server-public-key on)
+  libmysql-change-user USER:PASSWORD [zlib|zstd]
+                                       COM_CHANGE_USER (get-server-public-key on), the
+                                       connection compressed if an algorithm is named
   pymysql-rows                         PyMySQL: no CLIENT_DEPRECATE_EOF (EOF packets)
   connector-attributes TRACEPARENT     Connector/Python's cursor.add_attribute() (pure and C)
   connector-traced-loop TRACEPARENT    an N+1 loop over a pool of 4, each statement carrying
@@ -133,6 +135,8 @@ def libmysql(host, port, account, scenario, args):
         options = [(MYSQL_OPT_COMPRESSION_ALGORITHMS, b"zlib")]
     elif scenario == "libmysql-metadata":
         options = [(MYSQL_OPT_OPTIONAL_RESULTSET_METADATA, ctypes.c_bool(True))]
+    elif scenario == "libmysql-change-user" and len(args) > 1:
+        options = [(MYSQL_OPT_COMPRESSION_ALGORITHMS, args[1].encode())]
     mysql = lib.connect(host, port, account, options)
     run = lambda sql: lib.query(mysql, sql)  # noqa: E731
     if scenario in ("libmysql-zstd", "libmysql-zlib"):

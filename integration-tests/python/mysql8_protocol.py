@@ -4,6 +4,8 @@ written from MySQL's client/server protocol documentation (not from rttscope's b
 - the compressed protocol with zlib (CLIENT_COMPRESS) or zstd at the level the client's
   handshake response names (CLIENT_ZSTD_COMPRESSION_ALGORITHM): frames of 3-byte compressed
   length, compressed sequence id, 3-byte uncompressed length (0: the payload went as it is);
+  as MySQL's server does, a frame that starts a command must have sequence id 0 and no
+  other frame may (the connection is closed otherwise, "compression out of step" logged);
 - session state tracking (CLIENT_SESSION_TRACK): an OK packet after `SET [SESSION] var = value`,
   `USE db` / COM_INIT_DB or a write carries SERVER_SESSION_STATE_CHANGED and the changes
   (system variable, schema, GTIDs, state change), as MySQL's default
@@ -98,12 +100,17 @@ class CompressedLink:
     decompressed frames, and a writer whose every drain goes out as one frame. The frames'
     sequence ids follow the client's: a command's frames start at 0, the answer's continue."""
 
-    def __init__(self, reader, writer, algorithm, level):
+    def __init__(self, reader, writer, algorithm, level, log_line):
         self.raw_reader, self.raw_writer = reader, writer
         self.algorithm, self.level = algorithm, level
+        self.log_line = log_line
         self.zstd = Zstd() if algorithm == "zstd" else None
         self.reader = asyncio.StreamReader()
         self.seq = 0
+        # Where the packet stream inside the frames is: body bytes left of the packet under
+        # way, or the part of a header read so far.
+        self.body_left = 0
+        self.header = bytearray()
         self.pending = bytearray()
         self.pump = asyncio.ensure_future(self.read_frames())
 
@@ -121,9 +128,33 @@ class CompressedLink:
                 self.seq = (head[3] + 1) % 256
                 size = int.from_bytes(head[4:7], "little")
                 body = await self.raw_reader.readexactly(length)
-                self.reader.feed_data(self.decompress(body, size) if size else body)
+                payload = self.decompress(body, size) if size else body
+                if (head[3] == 0) != self.starts_command(payload):
+                    # MySQL answers "Got packets out of order" and closes.
+                    self.log_line(f"compression out of step: frame {head[3]} starts {bytes(payload[:5])!r}")
+                    self.raw_writer.close()
+                    break
+                self.reader.feed_data(payload)
         except (asyncio.IncompleteReadError, ConnectionError):
-            self.reader.feed_eof()
+            pass
+        self.reader.feed_eof()
+
+    def starts_command(self, payload):
+        """Whether a frame's payload starts a command (a packet with sequence id 0, at a
+        packet boundary); follows the packets through it."""
+        starts = self.body_left == 0 and not self.header and len(payload) >= 4 and payload[3] == 0
+        i = 0
+        while i < len(payload):
+            if self.body_left:
+                n = min(self.body_left, len(payload) - i)
+                self.body_left, i = self.body_left - n, i + n
+                continue
+            need = 4 - len(self.header)
+            self.header += payload[i : i + need]
+            i += need
+            if len(self.header) == 4:
+                self.body_left, self.header = int.from_bytes(self.header[:3], "little"), bytearray()
+        return starts
 
     # The writer's side, as mysql-mimic's stream uses it.
     def write(self, data):
@@ -219,7 +250,7 @@ async def connection_phase(self):
         return
     self.log_line(f"compression {algorithm} {level}")
     stream = self.stream
-    link = CompressedLink(stream.reader, stream.writer, algorithm, level)
+    link = CompressedLink(stream.reader, stream.writer, algorithm, level, self.log_line)
     stream.reader, stream.writer = link.reader, link
 
 

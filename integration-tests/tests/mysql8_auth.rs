@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use rttscope_config::{Config, ListenAddr, ListenTlsMode};
+use rttscope_config::{Config, ListenAddr, ListenTlsMode, UpstreamCompression};
 use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256, features};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
@@ -171,6 +171,17 @@ fn mysql9_mode_without_mysql_native_password() -> Result<()> {
 /// A mysql_async connection to `addr` as `account`, with TLS (not verified: the server's
 /// certificate is self-signed) or without.
 async fn mysql_async_conn(addr: SocketAddr, account: &str, tls: bool) -> Result<mysql_async::Conn> {
+    mysql_async_conn_with(addr, account, tls, false).await
+}
+
+/// [`mysql_async_conn`], over the compressed protocol (zlib, mysql_async's only one) if
+/// `compress`.
+async fn mysql_async_conn_with(
+    addr: SocketAddr,
+    account: &str,
+    tls: bool,
+    compress: bool,
+) -> Result<mysql_async::Conn> {
     let (name, password) = account.split_once(':').unwrap_or_default();
     let tls = tls.then(|| mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true));
     let opts = mysql_async::OptsBuilder::default()
@@ -179,7 +190,8 @@ async fn mysql_async_conn(addr: SocketAddr, account: &str, tls: bool) -> Result<
         .user(Some(name))
         .pass(Some(password))
         .prefer_socket(false)
-        .ssl_opts(tls);
+        .ssl_opts(tls)
+        .compression(compress.then(mysql_async::Compression::default));
     Ok(mysql_async::Conn::new(opts).await?)
 }
 
@@ -243,13 +255,76 @@ async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
 /// key request reached the server as a password: 1045.
 #[tokio::test]
 async fn a_plain_client_changes_user_with_full_authentication_over_the_tls_long_hop() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+    changes_user_in_full(Compressed { client: None, upstream: UpstreamCompression::Mirror }, None).await
+}
+
+/// The same with the client's leg compressed (mysql_async with zlib, libmysqlclient with
+/// zstd) and the long hop not: the stand-in's answer goes out in the client's frames, in
+/// step with its compressed sequence ids. Before the stand-in followed COM_CHANGE_USER on
+/// compressed legs: 1045.
+#[tokio::test]
+async fn a_compressed_client_changes_user_with_full_authentication_over_the_tls_long_hop() -> Result<()> {
+    changes_user_in_full(Compressed { client: Some("zstd"), upstream: UpstreamCompression::Off }, None).await
+}
+
+/// The same with the long hop compressed (`upstream.compression: zstd`) and the client not:
+/// the COM_CHANGE_USER starts a compressed frame with sequence id 0, the commands after it
+/// too (the stream written upstream is shorter than the client's by what the stand-in kept
+/// from the server), and the server's packets reach the client numbered as it expects.
+/// Before: 1045.
+#[tokio::test]
+async fn a_plain_client_changes_user_with_full_authentication_over_a_compressed_tls_long_hop() -> Result<()> {
+    changes_user_in_full(Compressed { client: None, upstream: UpstreamCompression::Zstd }, Some("zstd")).await
+}
+
+/// The same with both legs compressed (`upstream.compression: mirror`: zlib for mysql_async,
+/// zstd for libmysqlclient). Before: 1045.
+#[tokio::test]
+async fn a_compressed_client_changes_user_with_full_authentication_over_a_compressed_tls_long_hop() -> Result<()> {
+    let mirror = Compressed { client: Some("zstd"), upstream: UpstreamCompression::Mirror };
+    changes_user_in_full(mirror, Some("mirror")).await
+}
+
+/// Which legs are compressed: the client's (libmysqlclient with this algorithm, mysql_async
+/// with zlib), and the long hop as `upstream.compression` says.
+struct Compressed {
+    client: Option<&'static str>,
+    upstream: UpstreamCompression,
+}
+
+/// The server's compression line for a login, if the long hop is compressed: `long_hop` is
+/// its algorithm, or `mirror` for the client's.
+fn long_hop_compression(long_hop: Option<&str>, client: Option<&str>) -> Vec<String> {
+    match long_hop {
+        Some("mirror") => client.map(|a| format!("compression {a}")).into_iter().collect(),
+        Some(algorithm) => vec![format!("compression {algorithm}")],
+        None => vec![],
+    }
+}
+
+/// What the server logged about compression since the last look, levels left out.
+fn compression_lines(log: &[String]) -> Vec<String> {
+    let lines = log.iter().filter(|l| l.starts_with("compression "));
+    lines.map(|l| l.rsplit_once(' ').map_or(l.as_str(), |(head, _)| head).to_owned()).collect()
+}
+
+/// A plain client (mysql_async, then libmysqlclient) over the TLS long hop, its leg and the
+/// long hop compressed as `legs` says, changes user with full authentication, then fast, and
+/// runs a statement after each change; `long_hop`: the long hop's algorithm as the server
+/// logs it (see [`long_hop_compression`]).
+async fn changes_user_in_full(legs: Compressed, long_hop: Option<&str>) -> Result<()> {
+    let upstream = legs.upstream;
+    let Some((server, proxy)) = server_and_proxy_with(Mode { tls: true, mysql9: false, sha256_default: false }, |c| {
+        c.upstream.compression = upstream
+    }) else {
         return Ok(());
     };
     let (name, password) = SHA2.split_once(':').unwrap_or_default();
     let change =
         || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
-    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
+    let mut conn = mysql_async_conn_with(proxy.addr(), SHA2, false, legs.client.is_some()).await?;
+    let zlib = legs.client.map(|_| "zlib");
+    assert_eq!(compression_lines(&server.take_log()), long_hop_compression(long_hop, zlib), "mysql_async's login");
     server.flush()?;
     server.take_log();
     for _ in 0..2 {
@@ -259,13 +334,44 @@ async fn a_plain_client_changes_user_with_full_authentication_over_the_tls_long_
     let line = |user: &str, plugin: &str, path: &str| format!("{user} {plugin} {path} tls ok");
     let sha2 = "caching_sha2_password";
     assert_eq!(server.take_log(), [line("u_sha2", sha2, "full"), line("u_sha2", sha2, "fast")], "mysql_async");
+    conn.disconnect().await?;
     for (from, to, plugin) in [(SHA2, SHA256, "sha256_password"), (SHA256, SHA2, sha2)] {
         server.flush()?;
-        let lines = features(proxy.addr(), from, "libmysql-change-user", &[to])?;
+        let args: Vec<&str> = [to].into_iter().chain(legs.client).collect();
+        let lines = features(proxy.addr(), from, "libmysql-change-user", &args)?;
         let user = to.split(':').next().unwrap_or_default();
         assert_eq!(lines, ["change: ok".to_owned(), format!("who: (1, [('{user} tls',)])")], "libmysqlclient");
         let log = server.take_log();
+        assert_eq!(compression_lines(&log), long_hop_compression(long_hop, legs.client), "libmysqlclient's login");
         assert_eq!(log.last(), Some(&line(user, plugin, "full")), "libmysqlclient: {log:?}");
+    }
+    Ok(())
+}
+
+/// A login with full authentication over a compressed long hop, by a plain client and a
+/// compressed one: the client's auth packets (its key request, its password) went upstream
+/// before the long hop was compressed, so each command after the login starts a frame where
+/// the compressed stream has it, with sequence id 0. Before, marked where the client's stream
+/// had it, the second command's frame carried the server's next id (MySQL answers "Got packets
+/// out of order"; the test server closes the connection).
+#[tokio::test]
+async fn commands_after_a_full_authentication_login_over_a_compressed_long_hop_start_at_sequence_id_0() -> Result<()> {
+    let mode = Mode { tls: true, mysql9: false, sha256_default: false };
+    let Some((server, proxy)) = server_and_proxy_with(mode, |c| c.upstream.compression = UpstreamCompression::Zstd)
+    else {
+        return Ok(());
+    };
+    for compress in [false, true] {
+        server.flush()?;
+        server.take_log();
+        let mut conn = mysql_async_conn_with(proxy.addr(), SHA2, false, compress).await?;
+        for _ in 0..3 {
+            assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"), "client compressed: {compress}");
+        }
+        conn.disconnect().await?;
+        let log = server.take_log();
+        assert!(log.contains(&"u_sha2 caching_sha2_password full tls ok".to_owned()), "{log:?}");
+        assert_eq!(compression_lines(&log), ["compression zstd"], "{log:?}");
     }
     Ok(())
 }

@@ -92,6 +92,12 @@ impl Compression {
         }
     }
 
+    /// Packet-stream bytes accepted for writing since compression started: the offset the
+    /// next written byte gets.
+    pub(crate) fn written(&self) -> u64 {
+        self.written
+    }
+
     pub(crate) fn poll_read<S: AsyncRead + Unpin>(
         &mut self,
         io: &mut S,

@@ -124,7 +124,7 @@ pub(super) struct Established {
     /// pipelines its first command behind its auth reply): forwarded first.
     pub client_pending: Vec<u8>,
     pub upstream_pending: Vec<u8>,
-    /// For a plain client over a TLS long hop (neither leg compressed): what rttscope's key
+    /// For a plain client over a TLS long hop: what rttscope's key
     /// needs to stand in for the server's in a `COM_CHANGE_USER`, as it did at login.
     pub change_user: Option<ChangeUserStandIn>,
 }
@@ -444,10 +444,10 @@ async fn log_in(
     if !logged_in {
         return Ok(Handshake::Ended(Ending::LoginFailed));
     }
+    // Compressed legs or not: `change_user` marks its command for a compressed server.
     let stands_in = legs.upstream_tls.is_some() && legs.client_tls.is_none() && !unix_client;
-    let uncompressed = plan.client_algorithm.is_none() && plan.upstream_algorithm.is_none();
-    let change_user = (stands_in && uncompressed)
-        .then(|| ChangeUserStandIn::new(s.auth_keys.clone(), &a.greeting_payload, s.upstream.clone()));
+    let change_user =
+        stands_in.then(|| ChangeUserStandIn::new(s.auth_keys.clone(), &a.greeting_payload, s.upstream.clone()));
     let ((client, client_pending), (upstream, upstream_pending)) = compressed_legs(client, upstream_io, &plan)?;
     Ok(Handshake::Established(Box::new(Established {
         client,

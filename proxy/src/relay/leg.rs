@@ -274,6 +274,20 @@ impl Leg {
         }
     }
 
+    /// A command starts with the next byte written to this leg (a command the relay writes
+    /// itself, outside the pump).
+    pub(crate) fn mark_next_write_command_start(&mut self) {
+        if let Some(c) = &mut self.compression {
+            c.mark_command_start(c.written());
+        }
+    }
+
+    /// Packet-stream bytes written to this leg since it became compressed (the coordinates
+    /// of [`Leg::mark_command_start`]), when it is.
+    pub(crate) fn written(&self) -> Option<u64> {
+        self.compression.as_ref().map(|c| c.written())
+    }
+
     /// Bytes on the wire below the compressed protocol (TLS plaintext), read and
     /// written so far, when the leg is compressed.
     pub(crate) fn wire_counters(&self) -> Option<(u64, u64)> {

@@ -120,6 +120,7 @@ pub(super) async fn pump(
     // In the pipes now; what is left over when the pump stops goes back here.
     client_pending.clear();
     upstream_pending.clear();
+    let withheld = withheld(session, upstream);
     let timeouts = Timeouts::new(settings);
     let timer = timers::FlaggedTimer::new(timeouts.first(Instant::now()));
     let wire = upstream.wire_counters();
@@ -145,12 +146,23 @@ pub(super) async fn pump(
         wire,
         identity_generation: None,
         reply: None,
-        withheld: 0,
+        withheld,
         drain_registered: None,
         kill: None,
         left_over: client_pending,
     };
     poll_fn(|cx| pump.poll(cx)).await
+}
+
+/// The client bytes the session has scanned that never went into the compressed stream
+/// written upstream: what maps an offset in the client's stream to one in that stream.
+/// Whenever a pump starts, every client byte scanned so far was written upstream or kept
+/// from it: the auth exchanges before the long hop was compressed, and the bytes a stand-in
+/// answered or replaced in a `COM_CHANGE_USER`'s exchange since (its key request, a ciphertext
+/// longer than the password it held). Wrapping: the offsets differ by this much modulo 2^64,
+/// whichever stream is longer.
+fn withheld(session: &Session, upstream: &Leg) -> u64 {
+    upstream.written().map_or(0, |written| session.client_offset().wrapping_sub(written))
 }
 
 mod forward;

@@ -4,6 +4,12 @@
 //! command goes upstream ([`Ended::ChangeUser`](crate::relay::Ended)), this relays the exchange
 //! with rttscope's key standing in (see `stand_in`), and the loop resumes after the server's
 //! answer. The exchange pays no emulated round trips.
+//!
+//! Either leg may be compressed. Towards a compressed server the command starts a frame with
+//! sequence id 0 (marked here, as the pump marks the commands it writes); the packets after it
+//! follow the ids of the server's frames, and a compressed client's frames follow the
+//! client's, as the legs number them anyway. The next pump finds the stream written upstream
+//! shorter than the client's by what the stand-in kept from the server (see `pump::withheld`).
 
 use std::time::Duration;
 
@@ -53,6 +59,8 @@ pub(in crate::relay) async fn change_user(
     timeout: Duration,
 ) -> Result<ChangedUser, RelayError> {
     let Legs { client, upstream, client_pending, upstream_pending } = legs;
+    // The pump stopped with everything before the COM_CHANGE_USER written: it starts here.
+    upstream.mark_next_write_command_start();
     let mut client = Framed::with_pending(client, std::mem::take(client_pending));
     let mut upstream = Framed::with_pending(upstream, std::mem::take(upstream_pending));
     let watch = Watch::StandIn(StandIn::for_change_user(stand_in.keys.clone(), stand_in.scramble.clone()));
@@ -75,5 +83,7 @@ pub(in crate::relay) async fn change_user(
     };
     (_, *client_pending) = client.into_parts();
     (_, *upstream_pending) = upstream.into_parts();
+    // The COM_CHANGE_USER's start, noted as the session read it: marked above already.
+    session.take_command_starts().for_each(drop);
     Ok(changed)
 }

@@ -54,7 +54,8 @@ pub(super) struct Pump<'a> {
     /// The emulated link's models follow both its settings and who the session is.
     pub(super) identity_generation: Option<u64>,
     /// An answer rttscope makes itself, on its way to the client; and the client bytes kept
-    /// from the server so far (the stream written upstream is that much shorter).
+    /// from the server so far (the stream written upstream is that much shorter; see
+    /// `pump::withheld` for where it starts).
     pub(super) reply: Option<LocalReply>,
     pub(super) withheld: u64,
     /// The waker the shutdown watch wakes, once registered.
@@ -235,15 +236,15 @@ impl Pump<'_> {
             if kept > 0 && offset == start {
                 continue;
             }
-            let before = if kept > 0 && offset > start { self.withheld + kept } else { self.withheld };
-            self.upstream.mark_command_start(offset - before);
+            let before = if kept > 0 && offset > start { self.withheld.wrapping_add(kept) } else { self.withheld };
+            self.upstream.mark_command_start(offset.wrapping_sub(before));
         }
     }
 
     /// The statement is the command in flight: its response is the answer, as if the
     /// server had sent it, at no round trip upstream.
     fn reply_locally(&mut self, answer: LocalAnswer) {
-        self.withheld += answer.withheld as u64;
+        self.withheld = self.withheld.wrapping_add(answer.withheld as u64);
         self.session.answered_locally();
         let now = now_us();
         self.tap.arrived(Direction::ToClient, now, now, answer.bytes.len());
