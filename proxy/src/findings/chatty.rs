@@ -68,7 +68,13 @@ impl Timed for Seen {
 
 struct Episode {
     run: Run,
-    by_statement: HashMap<FingerprintId, (Arc<str>, u64)>,
+    /// Each statement counted and its count, in the order first seen: at most [`TOP_TRACKED`].
+    counted: Vec<(FingerprintId, Arc<str>, u64)>,
+    /// Where each statement is in `counted`.
+    by_statement: HashMap<FingerprintId, usize>,
+    /// The statement counted last, looked at before the map: an episode mostly repeats one
+    /// statement (a ping, `SELECT 1`), and a hit saves hashing it.
+    last: usize,
     /// The most frequent statement and its count (of equals, the smaller id): the one
     /// `run.fingerprint` names, kept as counts grow so that a command need not look at them all.
     best: Option<(FingerprintId, u64)>,
@@ -76,22 +82,32 @@ struct Episode {
 
 impl Episode {
     fn new(run: Run) -> Episode {
-        Episode { run, by_statement: HashMap::default(), best: None }
+        Episode { run, counted: Vec::new(), by_statement: HashMap::default(), last: 0, best: None }
     }
 
     fn add(&mut self, step: &Step, id: FingerprintId, text: &Arc<str>, ctx: &Context) {
         self.run.add_step(step, ctx);
         // A statement's text is the same whichever of its commands brought it: `text`
         // stands for the one kept, so nothing is cloned for a statement already counted.
-        let count = if let Some((_, n)) = self.by_statement.get_mut(&id) {
-            *n += 1;
-            *n
-        } else if self.by_statement.len() < TOP_TRACKED {
-            self.by_statement.insert(id, (text.clone(), 1));
-            1
-        } else {
+        let at = match self.counted.get(self.last) {
+            Some((last, _, _)) if *last == id => Some(self.last),
+            _ => self.by_statement.get(&id).copied(),
+        };
+        let count = match at {
+            Some(i) if i < self.counted.len() => {
+                self.last = i;
+                let n = &mut self.counted[i].2;
+                *n += 1;
+                *n
+            }
+            _ if self.counted.len() < TOP_TRACKED => {
+                self.last = self.counted.len();
+                self.by_statement.insert(id, self.last);
+                self.counted.push((id, text.clone(), 1));
+                1
+            }
             // Not counted: the statement and the top stay as they were.
-            return;
+            _ => return,
         };
         // The finding is about its most frequent statement. Only this one's count moved, so
         // the most frequent is either the one before or this one.
@@ -115,7 +131,7 @@ impl Episode {
                 }
                 None => {
                     top.clear();
-                    let all: Vec<(Arc<str>, u64)> = self.by_statement.values().cloned().collect();
+                    let all: Vec<(Arc<str>, u64)> = self.counted.iter().map(|(_, t, n)| (t.clone(), *n)).collect();
                     merge_top(top, &all);
                 }
             }
@@ -154,10 +170,68 @@ pub struct Chatty {
     window_us: u64,
     max_bytes: u64,
     min_projected_cost_us: u64,
-    /// Boxed: a window (its episode's run) is large, and it is taken out of the map and put
-    /// back for every command.
-    windows: HashMap<PatternScope, Box<Window>>,
+    windows: Scopes,
     last: Option<PatternScope>,
+}
+
+/// The windows of every scope followed. The first scope seen (again, once it has closed)
+/// keeps its window outside the map: a session's commands come one after another, and
+/// those find their window with a compare rather than a hash and a probe.
+#[derive(Default)]
+struct Scopes {
+    current: Option<(PatternScope, Box<Window>)>,
+    /// Boxed: a window (its episode's run) is large.
+    others: HashMap<PatternScope, Box<Window>>,
+}
+
+impl Scopes {
+    /// The window of `scope`, made empty if there was none.
+    fn get_or_default(&mut self, scope: PatternScope) -> &mut Window {
+        let Scopes { current, others } = self;
+        if current.is_none() && !others.contains_key(&scope) {
+            *current = Some((scope, Box::default()));
+        }
+        match current {
+            Some((at, w)) if *at == scope => w,
+            _ => others.entry(scope).or_default(),
+        }
+    }
+
+    fn get(&self, scope: &PatternScope) -> Option<&Window> {
+        match &self.current {
+            Some((at, w)) if at == scope => Some(w),
+            _ => self.others.get(scope).map(|w| &**w),
+        }
+    }
+
+    fn contains_key(&self, scope: &PatternScope) -> bool {
+        self.get(scope).is_some()
+    }
+
+    fn remove(&mut self, scope: &PatternScope) -> Option<Box<Window>> {
+        if self.current.as_ref().is_some_and(|(at, _)| at == scope) {
+            return self.current.take().map(|(_, w)| w);
+        }
+        self.others.remove(scope)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&PatternScope, &Window)> {
+        let current = self.current.iter().map(|(at, w)| (at, &**w));
+        current.chain(self.others.iter().map(|(at, w)| (at, &**w)))
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Window> {
+        self.iter().map(|(_, w)| w)
+    }
+
+    fn len(&self) -> usize {
+        self.others.len() + usize::from(self.current.is_some())
+    }
+
+    fn clear(&mut self) {
+        self.current = None;
+        self.others.clear();
+    }
 }
 
 impl Chatty {
@@ -167,7 +241,7 @@ impl Chatty {
             window_us: c.window.0.as_micros() as u64,
             max_bytes: c.max_bytes.0,
             min_projected_cost_us: c.min_projected_cost.0.as_micros() as u64,
-            windows: HashMap::default(),
+            windows: Scopes::default(),
             last: None,
         }
     }
@@ -253,7 +327,7 @@ impl Chatty {
         }
         let (min_round_trips, window_us) = (self.min_round_trips, self.window_us);
         // In place: the window is large, and most commands extend one that exists.
-        let w = &mut **self.windows.entry(ctx.scope).or_default();
+        let w = self.windows.get_or_default(ctx.scope);
         w.since_start = (w.since_start + 1).min(min_round_trips);
         let step = Step::of(r);
         match &mut w.episode {

@@ -59,12 +59,21 @@ struct Slot {
     after: Option<Option<SqlModes>>,
 }
 
+impl Slot {
+    /// Whether it holds the facts of `sql` under `mode`.
+    fn holds(&self, sql: &[u8], mode: SqlModes) -> bool {
+        self.facts.is_some() && self.mode == mode && self.raw == sql
+    }
+}
+
 /// One connection's fingerprinter and its caches of normalised and raw texts.
 pub struct Texts {
     fingerprinter: Fingerprinter,
     cache: HashMap<FingerprintId, Arc<str>>,
     /// [`RAW_SLOTS`] slots.
     raw: Box<[Slot]>,
+    /// The slot looked up last: looked at first, before the text is hashed.
+    last: Option<usize>,
     origins: Origins,
     /// Capture literal examples (`report.examples`).
     examples: bool,
@@ -76,6 +85,7 @@ impl Texts {
             fingerprinter: Fingerprinter::new(),
             cache: HashMap::default(),
             raw: std::iter::repeat_with(Slot::default).take(RAW_SLOTS).collect(),
+            last: None,
             origins: Origins::default(),
             examples,
         }
@@ -135,20 +145,31 @@ impl Texts {
             let (facts, first_time) = self.fingerprint(sql, mode);
             return (Found::Owned(Box::new(facts)), first_time);
         }
-        let hash = hash_value(sql);
-        let i = (hash % RAW_SLOTS as u64) as usize;
-        let slot = &self.raw[i];
-        if let Some(facts) = &slot.facts
-            && slot.hash == hash
-            && slot.mode == mode
-            && slot.raw == sql
-        {
-            // The normalised text may have left the text cache since: new again, as it
-            // would be had the normaliser run. Only examples ask whether a text is new:
-            // without them a hit costs no second look-up.
-            let first_time = self.examples && known(&mut self.cache, facts.fingerprint, &facts.text);
-            return (Found::Slot(i), first_time);
-        }
+        // The text before, again (a loop, a pool's health check): found without hashing it.
+        let i = match self.last.filter(|&i| self.raw.get(i).is_some_and(|slot| slot.holds(sql, mode))) {
+            Some(i) => i,
+            None => {
+                let hash = hash_value(sql);
+                let i = (hash % RAW_SLOTS as u64) as usize;
+                self.last = Some(i);
+                let slot = &self.raw[i];
+                if !(slot.hash == hash && slot.holds(sql, mode)) {
+                    return (Found::Slot(i), self.fill_slot(i, hash, sql, mode));
+                }
+                i
+            }
+        };
+        // The normalised text may have left the text cache since: new again, as it
+        // would be had the normaliser run. Only examples ask whether a text is new:
+        // without them a hit costs no second look-up.
+        let first_time = self.examples
+            && self.raw[i].facts.as_ref().is_some_and(|facts| known(&mut self.cache, facts.fingerprint, &facts.text));
+        (Found::Slot(i), first_time)
+    }
+
+    /// Fingerprints `sql` into raw slot `i`, in place of the text it held; returns whether
+    /// its normalised text is new to the connection.
+    fn fill_slot(&mut self, i: usize, hash: u64, sql: &[u8], mode: SqlModes) -> bool {
         let (facts, first_time) = self.fingerprint(sql, mode);
         let slot = &mut self.raw[i];
         slot.hash = hash;
@@ -158,7 +179,7 @@ impl Texts {
         slot.raw.extend_from_slice(sql);
         slot.facts = Some(facts);
         slot.after = None;
-        (Found::Slot(i), first_time)
+        first_time
     }
 
     /// Runs the normaliser over `sql`.

@@ -23,7 +23,11 @@ pub struct WallUnion {
 
 impl WallUnion {
     /// Adds `[start_us, end_us)`; an empty or reversed interval adds nothing.
-    #[inline]
+    ///
+    /// Inlined, with the rare paths out of line: the recording and every chatty or loop run
+    /// add each command's interval, and as a call this small function paid as much again
+    /// in its prologue (the inlined merge kept every register busy).
+    #[inline(always)]
     pub fn add(&mut self, start_us: u64, end_us: u64) {
         if end_us <= start_us {
             return;
@@ -56,6 +60,7 @@ impl WallUnion {
         &self.recent[..usize::from(self.len)]
     }
 
+    #[inline(always)]
     fn push(&mut self, start_us: u64, end_us: u64) {
         if usize::from(self.len) == RECENT {
             self.settle_oldest();
@@ -66,6 +71,7 @@ impl WallUnion {
 
     /// Settles the older half at once, so that a long stream of in-order intervals shifts the
     /// array once per `RECENT / 2` additions.
+    #[inline(never)]
     fn settle_oldest(&mut self) {
         let half = RECENT / 2;
         self.settled_us += self.recent[..half].iter().map(|(s, e)| e - s).sum::<u64>();
@@ -74,6 +80,7 @@ impl WallUnion {
     }
 
     /// Merges an interval that starts at or before the last one kept.
+    #[inline(never)]
     fn merge_in(&mut self, start_us: u64, end_us: u64) {
         let n = usize::from(self.len);
         // The first kept interval that ends at or after `start_us`, and the first that starts
