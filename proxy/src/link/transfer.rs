@@ -34,9 +34,12 @@ const UNDER_LOSS_BOUND: f64 = 0.9;
 /// the emulator Reno under 0.5-2 % random loss left it empty 34-73 % of the time, Reno filling
 /// a 30 Mbit/s line (0.96-0.98 × its bound) 1-11 %: the link.
 const LOSS_IDLE_SHARE: f64 = 0.2;
-/// Loss events this often — one round trip in four or more — with the pipe empty at times are
-/// a loss-based sender that never kept a window the losses did not cut, whatever the Mathis
-/// bound says: over the emulator a Reno server whose packets were 1 % held back 100 ms (taken
+/// Holes this often — one round trip in four or more — with the pipe empty at times are a
+/// loss-based sender that never kept a window the losses did not cut, whatever the Mathis
+/// bound says. Counted in stalls, not episodes: each is a round trip the sender spent
+/// repairing rather than growing its window, and a spurious recovery's cut is undone when the
+/// held-back copy arrives, so the episodes alone understate it (the Reno below, at 40 ms:
+/// 13 stalls in 9 episodes, 1.97 × the bound of those). Over the emulator a Reno server whose packets were 1 % held back 100 ms (taken
 /// for lost, the cuts partly undone when the copies arrived) carried 2 MB at 40 ms at 2.7-2.9 ×
 /// the bound of its 0.29-0.31 loss events a round trip, 30-45 % idle, 4 × slower than a clean
 /// line. A bottleneck queue overflowing as the sender probes it drops in a burst or two (the
@@ -452,7 +455,11 @@ impl TransferTracker {
         let loss_outrun = events >= MIN_LOSS_EVENTS
             && loss.loss_limited_throughput.is_some_and(|b| throughput as f64 > b as f64 * LOSS_OUTRUN);
         let rtts = duration_us as f64 / f64::from(base_rtt_us.max(1));
-        let frequent_loss = events >= MIN_LOSS_EVENTS && f64::from(events) >= LOSS_EVENTS_PER_RTT * rtts;
+        let frequent_loss = events >= MIN_LOSS_EVENTS && f64::from(t.stalls.count) >= LOSS_EVENTS_PER_RTT * rtts;
+        // Above the range in which the bound binds, however far: the frequent holes, not the
+        // bound, say it was loss (between the range's end and `LOSS_OUTRUN` no other limit fits).
+        let above_bound = events >= MIN_LOSS_EVENTS
+            && loss.loss_limited_throughput.is_some_and(|b| throughput as f64 > b as f64 * LOSS_BOUND.end());
         // A window held it, and waiting for retransmissions cost it a share besides.
         let loss_also = events >= MIN_LOSS_EVENTS && (loss_binds || share(t.stalls.us) >= LOSS_STALL_SHARE);
         let window_bursts = share(t.idle_us) >= WINDOW_IDLE_SHARE;
@@ -461,7 +468,7 @@ impl TransferTracker {
         // The sender's window was what loss left it — at the Mathis bound, or cut every few
         // round trips however far above it — and the pipe stood empty at times.
         let pipe_emptied = share(t.idle_us) >= LOSS_IDLE_SHARE;
-        let loss_paced = !under_loss_bound && pipe_emptied && (loss_binds || (loss_outrun && frequent_loss));
+        let loss_paced = !under_loss_bound && pipe_emptied && (loss_binds || (above_bound && frequent_loss));
         let our_window_could_bind =
             at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
         let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));

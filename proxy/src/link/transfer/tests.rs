@@ -587,3 +587,17 @@ fn backlog(t: &mut TransferTracker, received: u64, unread: u32) {
         ..LinkSample::default()
     });
 }
+
+#[test]
+fn frequent_holes_between_the_bound_and_twice_it_are_loss() {
+    let mut t = tracker();
+    // link_loss_senders' Reno with 1 % of its packets held back 100 ms at 40 ms: 1.97 × the
+    // bound of its recovery episodes, a hole every 3.6 round trips, the pipe empty 58 % of the
+    // time. Here 19 segments a round trip and a hole every 4th: 1.8 × the bound, above the
+    // range where the bound binds and short of twice it, where no other verdict fits either.
+    let bytes = lossy_bursts(&mut t, 200, 19, 4, 3 << 20);
+    let m = t.finished(4_000_000, bytes, 1, 4_000_000).unwrap();
+    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    assert!((1.5..2.0).contains(&ratio), "{ratio} {m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
+}
