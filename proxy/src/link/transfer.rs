@@ -252,10 +252,12 @@ impl TransferTracker {
     pub fn read(&mut self, now_us: u64, bytes: u64) {
         let (idle_threshold, blocked) = (self.idle_threshold_us(), self.blocked_since.is_some());
         let rtt = u64::from(self.min_rtt_us);
+        let dropped = self.latest.and_then(|c| c.dropped);
         let Some(t) = self.current.as_mut() else { return };
         let mss = t.mss();
         if let Some(silence) = t.silence.as_mut() {
-            let verdict = silence.read(now_us, bytes, rtt, mss);
+            silence.read(now_us, bytes, rtt);
+            let verdict = silence.at_reading(now_us, dropped, rtt, mss);
             t.settle(verdict, rtt);
         }
         let gap = now_us.saturating_sub(t.last_read_us);
@@ -279,7 +281,8 @@ impl TransferTracker {
         t.open_gap = None;
         if timeout {
             // A timeout, or a server that paused as long: what comes next tells (`silence`).
-            t.silence = Some(Silence { start_us: now_us - gap, end_us: now_us, bytes_after: bytes });
+            let dropped_before = self.latest.and_then(|c| c.dropped);
+            t.silence = Some(Silence { start_us: now_us - gap, end_us: now_us, bytes_after: bytes, dropped_before });
             t.open_gap = Some((gap, Gap::Timeout));
         } else {
             let kind = if gap >= pause_threshold {
@@ -334,7 +337,7 @@ impl TransferTracker {
     /// Whether a gap just ended that a reading of the socket should explain (now, before
     /// more reads blur which gap a hole belonged to).
     pub fn wants_sample(&self) -> bool {
-        self.current.is_some_and(|t| t.open_gap.is_some() || t.resumed)
+        self.current.is_some_and(|t| t.open_gap.is_some() || t.resumed || t.silence.is_some())
     }
 
     /// A reading of the upstream socket.
@@ -402,6 +405,10 @@ impl TransferTracker {
                 };
                 t.silence = None;
                 t.stalls.add(t.last_read_us - gap, t.last_read_us, stall, kind == Gap::Timeout, rtt);
+            }
+            if let Some(silence) = t.silence {
+                let verdict = silence.at_reading(t.last_read_us, s.dropped, rtt, t.mss());
+                t.settle(verdict, rtt);
             }
         }
     }

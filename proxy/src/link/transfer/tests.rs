@@ -489,7 +489,8 @@ fn holes_of_one_window_are_one_recovery_episode() {
 /// 220 ms RTO: the length of a backed-off timeout) and what `after` says came next.
 fn silences(after: impl Fn(&mut TransferTracker, &mut u64)) -> Measurement {
     let mut t = tracker();
-    t.sample(&LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rto_us: 220_000, ..LinkSample::default() });
+    let start = LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rto_us: 220_000, ..LinkSample::default() };
+    t.sample(&LinkSample { dropped: Some(0), ..start });
     t.response_started(0);
     let mut now = 0;
     for _ in 0..6 {
@@ -600,4 +601,23 @@ fn frequent_holes_between_the_bound_and_twice_it_are_loss() {
     let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
     assert!((1.5..2.0).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
+}
+
+#[test]
+fn a_burst_after_a_timeout_long_silence_with_a_duplicate_is_not_the_server() {
+    // The matrix's 16 KiB send buffer at 5 ms on a loaded host: nothing for a backed-off
+    // timeout's length, then what the line had held at once — and behind it the copy the
+    // server sent when its RTO fired, thrown away as a duplicate. The server had data in
+    // flight: the path stalled, it did not pause.
+    let dropped = std::cell::Cell::new(0);
+    let m = silences(|t, now| {
+        t.read(*now, 1448);
+        *now += 200;
+        t.read(*now, 13_032);
+        dropped.set(dropped.get() + 1);
+        let after = LinkSample { rtt_us: 20_000, min_rtt_us: Some(20_000), rto_us: 220_000, ..LinkSample::default() };
+        t.sample(&LinkSample { dropped: Some(dropped.get()), ..after });
+    });
+    assert_eq!((m.server_pauses, m.loss.rto_stalls), (0, 6), "{m:?}");
+    assert_ne!(m.limit, LinkLimit::Server, "{m:?}");
 }
