@@ -85,3 +85,22 @@ fn precision_recall_and_unknown_count_misses_as_misses() {
     // A '|' in an error cannot break the table.
     assert!(rows.iter().all(|r| r.matches('|').count() == 9), "{cells}");
 }
+
+#[test]
+fn cells_that_cannot_test_their_cause_are_excluded_before_the_run() {
+    let excluded: Vec<String> = confusion::cells().iter().filter(|c| c.excluded().is_some()).map(Cell::key).collect();
+    // 1 MiB at 80 ms is the line's BDP: slow start carries it before any pace but the
+    // server's sleeps can hold it; 0.3 % of its ~730 segments is two losses.
+    assert_eq!(
+        excluded,
+        ["sndbuf/80ms/1MiB", "rcvbuf/80ms/1MiB", "loss/80ms/1MiB", "rate/80ms/1MiB", "reader/80ms/1MiB"],
+        "{excluded:?}"
+    );
+    let cell = Cell { cause: Cause::RandomLoss, rtt_ms: 80, mib: 1 };
+    let results =
+        [CellResult { cell, ..result(Cause::RandomLoss, Some("sender")) }, result(Cause::RandomLoss, Some("loss"))];
+    let c = Confusion::of(&results);
+    assert_eq!((c.total(), c.excluded, c.score(Cause::RandomLoss).recall()), (1, 1, Some(1.0)));
+    assert!(table::summary(&c).contains("1 cells; unknown (no verdict) 0.0 %. 1 more cells excluded"));
+    assert!(table::cells(&results).contains("| loss/80ms/1MiB | sender | excluded (2.2 losses expected"));
+}

@@ -178,6 +178,39 @@ pub fn slow_server_sql(rtt_ms: u64, rows: u64) -> String {
     )
 }
 
+/// Linux's initial window, bytes: ten segments of 1448.
+const INITIAL_WINDOW: f64 = 14_480.0;
+/// Loss events a verdict needs to speak of a rate (`MIN_LOSS_EVENTS` in rttscope's `link`).
+const MIN_LOSS_EVENTS: f64 = 3.0;
+
+impl Cause {
+    /// What the cause lets through per round trip at `rtt_ms`, bytes; `None` for a cause that
+    /// holds the transfer in time rather than by a pace (the slow server's sleeps).
+    fn bytes_per_rtt(self, rtt_ms: u64) -> Option<f64> {
+        let quarter_bdp = (16 * 1024 * rtt_ms / 5) as f64;
+        let rtt = rtt_ms as f64 / 1e3;
+        match self {
+            Cause::SendBuffer => Some(quarter_bdp),
+            // About 60 % of the doubled quarter BDP is advertised (see `setup`).
+            Cause::ReceiveWindow => Some(1.2 * quarter_bdp),
+            Cause::RandomLoss => Some(1448.0 * 1.22 / loss_rate(rtt_ms).sqrt()),
+            Cause::LinkRate => Some(CAPPED_BPS as f64 / 8.0 * rtt),
+            Cause::SlowClient => Some(READER_BYTES_PER_SECOND * rtt),
+            Cause::SlowServer => None,
+        }
+    }
+}
+
+/// Round trips slow start (ten segments, doubling) takes to carry `bytes`.
+fn slow_start_rounds(bytes: f64) -> u32 {
+    (bytes / INITIAL_WINDOW + 1.0).log2().ceil() as u32
+}
+
+/// The round trip (from 1) in which slow start's window first reaches `per_rtt` bytes.
+fn round_reaching(per_rtt: f64) -> u32 {
+    (per_rtt / INITIAL_WINDOW).log2().ceil().max(0.0) as u32 + 1
+}
+
 /// The round trips and result sizes every cause meets.
 pub const RTTS_MS: [u64; 3] = [5, 20, 80];
 pub const SIZES_MIB: [u64; 3] = [1, 10, 40];
@@ -198,6 +231,28 @@ impl Cell {
 
     pub fn rtt(&self) -> Duration {
         Duration::from_millis(self.rtt_ms)
+    }
+
+    /// Why the cell cannot test its cause, if it cannot; decided from the setup, before any
+    /// run. A result that slow start carries in the round trip its window first reaches the
+    /// cause's pace, or in the one after, was held by slow start (no verdict names it): the
+    /// cause could hold at most its last round trip (1 MiB at 80 ms is one bandwidth-delay
+    /// product of the line, 7 round trips from ten segments, the pace of a clamped buffer, the
+    /// capped line or the reader reached in the 6th). Random loss expected to strike fewer
+    /// times than a verdict needs to speak of a rate cannot be told either.
+    pub fn excluded(&self) -> Option<String> {
+        let bytes = (rows_for(self.mib) * (ROW_BYTES + 4)) as f64;
+        if self.cause == Cause::RandomLoss {
+            let expected = bytes / 1448.0 * loss_rate(self.rtt_ms);
+            if expected < MIN_LOSS_EVENTS {
+                return Some(format!("{expected:.1} losses expected, fewer than {MIN_LOSS_EVENTS} loss events"));
+            }
+        }
+        let per_rtt = self.cause.bytes_per_rtt(self.rtt_ms)?;
+        let (rounds, reached) = (slow_start_rounds(bytes), round_reaching(per_rtt));
+        (rounds <= reached + 1).then(|| {
+            format!("slow start: {rounds} round trips from ten segments, the cause's pace reached in the {reached}th")
+        })
     }
 }
 

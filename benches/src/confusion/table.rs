@@ -17,6 +17,8 @@ const UNKNOWN: &str = "unknown";
 pub struct Confusion {
     /// (injected cause, predicted column) → cells.
     pub counts: std::collections::BTreeMap<(Cause, String), u32>,
+    /// Cells left out of the scores because they cannot test their cause ([`Cell::excluded`](super::Cell::excluded)).
+    pub excluded: u32,
 }
 
 /// A class's figures: cells, correct ones, cells predicted as it.
@@ -53,10 +55,15 @@ pub fn column(predicted: &str) -> String {
 impl Confusion {
     pub fn of(results: &[CellResult]) -> Confusion {
         let mut counts = std::collections::BTreeMap::new();
+        let mut excluded = 0;
         for r in results {
+            if r.cell.excluded().is_some() {
+                excluded += 1;
+                continue;
+            }
             *counts.entry((r.cell.cause, column(r.predicted()))).or_insert(0) += 1;
         }
-        Confusion { counts }
+        Confusion { counts, excluded }
     }
 
     fn count(&self, cause: Cause, column: &str) -> u32 {
@@ -101,7 +108,11 @@ pub fn summary(confusion: &Confusion) -> String {
     let precision: Vec<String> = Cause::ALL.iter().map(|&c| percent(confusion.score(c).precision())).collect();
     let _ = writeln!(out, "| precision | {} | | | |", precision.join(" | "));
     let _ =
-        writeln!(out, "\n{} cells; unknown (no verdict) {:.1} %.", confusion.total(), 100.0 * confusion.unknown_rate());
+        write!(out, "\n{} cells; unknown (no verdict) {:.1} %.", confusion.total(), 100.0 * confusion.unknown_rate());
+    if confusion.excluded > 0 {
+        let _ = write!(out, " {} more cells excluded: they cannot test their cause (below).", confusion.excluded);
+    }
+    out.push('\n');
     out
 }
 
@@ -111,7 +122,11 @@ pub fn cells(results: &[CellResult]) -> String {
     out.push_str("| cell | verdict | | Mbit/s | evidence | the line | client | load |\n");
     out.push_str("|---|---|---|---:|---|---|---:|---:|\n");
     for r in results {
-        let hit = if r.predicted() == r.cell.cause.expected() { "" } else { "**miss**" };
+        let hit = match r.cell.excluded() {
+            Some(why) => format!("excluded ({why})"),
+            None if r.predicted() == r.cell.cause.expected() => String::new(),
+            None => "**miss**".to_owned(),
+        };
         let (verdict, rate, ev) = match (&r.verdict, &r.error) {
             (Some(v), _) => (
                 limit(v),

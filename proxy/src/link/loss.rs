@@ -1,11 +1,15 @@
 //! Loss as the long-haul socket shows it. rttscope mostly *receives* on that socket, and a
-//! receiver never sees the sender's retransmission counters; it sees holes instead: segments
+//! receiver never sees the sender's recovery: `tcpi_ca_state`, `tcpi_total_retrans` and the
+//! `tcpi_total_rto*` totals of rttscope's socket describe what rttscope sends (queries,
+//! uploads), not the server's result. The server's losses show as holes instead: segments
 //! that arrive out of order ahead of a lost one (`rcv_ooopack`), and reads that stop until the
 //! retransmission fills the hole — a recovery stall of about a round trip (fast retransmit)
-//! or a retransmission timeout. One stall is one loss event, which is the `p` of the Mathis
-//! bound (MSS / RTT × 1.22 / √p: what a loss-limited TCP can carry). What rttscope itself
-//! sends (queries, uploads) it counts directly: its own retransmissions and RTOs, and the
-//! server's DSACKs for segments it got twice.
+//! or a retransmission timeout. Stalls are grouped into the sender's recovery episodes
+//! ([`Episodes`]): the kernel cuts a loss-based sender's window once per episode however many
+//! segments of one window it lost, so an episode, not a stall, is a loss event, the `p` of
+//! the Mathis bound (MSS / RTT × 1.22 / √p: what a loss-limited TCP can carry). What rttscope
+//! itself sends it counts directly: its own retransmissions and RTOs, and the server's DSACKs
+//! for segments it got twice.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +29,10 @@ pub struct Loss {
     /// Of them, those as long as a retransmission timeout (nothing behind the lost segment to
     /// set off a fast retransmit).
     pub rto_stalls: u32,
+    /// The sender's recovery episodes the stalls make: holes of one window the sender was
+    /// already repairing count once, as the kernel's recovery (one window cut) does. Loss events.
+    #[serde(default)]
+    pub recovery_episodes: u32,
     /// Data segments received from the server during the transfer (TCP_INFO `data_segs_in`).
     pub segments_in: u64,
     /// Of `segments_in`, those that arrived behind a hole (TCP_INFO `rcv_ooopack`): loss or
@@ -45,7 +53,7 @@ pub struct Loss {
     pub reord_seen: u64,
     /// Largest segment received, bytes.
     pub mss: u32,
-    /// Loss events (`recovery_stalls`) per data segment received.
+    /// Loss events (`recovery_episodes`) per data segment received.
     pub loss_rate: f64,
     /// What a TCP can carry at that loss rate, the measured MSS and the base RTT (the Mathis
     /// bound), bytes per second; `None` without loss.
@@ -54,15 +62,17 @@ pub struct Loss {
 
 impl Loss {
     /// Evidence from the counters' movement over a transfer and the stalls seen in it.
-    pub fn from_transfer(moved: &LossCounters, stalls: u32, stall_us: u64, mss: u32, rtt_us: u32) -> Loss {
+    pub fn from_transfer(moved: &LossCounters, stalls: &Stalls, mss: u32, rtt_us: u32) -> Loss {
         let segments_in = u64::from(moved.segments_in);
-        let loss_rate = if segments_in > 0 { f64::from(stalls) / segments_in as f64 } else { 0.0 };
+        let episodes = stalls.episodes.count;
+        let loss_rate = if segments_in > 0 { f64::from(episodes) / segments_in as f64 } else { 0.0 };
         let needed = moved.bytes_received.div_ceil(u64::from(mss.max(1)));
         let beyond_needed = if mss > 0 && segments_in > 0 { segments_in.saturating_sub(needed) } else { 0 };
         Loss {
-            recovery_stalls: stalls,
-            recovery_stall_us: stall_us,
-            rto_stalls: 0,
+            recovery_stalls: stalls.count,
+            recovery_stall_us: stalls.us,
+            rto_stalls: stalls.rto,
+            recovery_episodes: episodes,
             segments_in,
             out_of_order: u64::from(moved.out_of_order),
             duplicates: moved.dropped.map_or(beyond_needed, u64::from),
@@ -74,6 +84,65 @@ impl Loss {
             loss_rate,
             loss_limited_throughput: mathis_bound(mss, rtt_us, loss_rate),
         }
+    }
+}
+
+/// Recovery stalls of one transfer: reads that stood still until a retransmission arrived.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stalls {
+    pub count: u32,
+    /// Their time together, µs.
+    pub us: u64,
+    /// Of them, those as long as a retransmission timeout.
+    pub rto: u32,
+    pub episodes: Episodes,
+}
+
+impl Stalls {
+    /// A stall from `start_us` to `end_us` (`counted_us` of it charged to recovery), on a path
+    /// whose base RTT is `rtt_us`.
+    pub fn add(&mut self, start_us: u64, end_us: u64, counted_us: u64, timeout: bool, rtt_us: u64) {
+        self.count += 1;
+        self.us += counted_us;
+        self.rto += u32::from(timeout);
+        self.episodes.stall(start_us, end_us, timeout, rtt_us);
+    }
+
+    /// `count` stalls of `us` in all, each an episode of its own (for tests of the words).
+    #[cfg(test)]
+    pub fn apart(count: u32, us: u64) -> Stalls {
+        let episodes = Episodes { count, last: None };
+        Stalls { count, us, rto: 0, episodes }
+    }
+}
+
+/// The sender's recovery episodes as the receiver can count them. A loss-based sender that
+/// learns of a loss (three duplicate ACKs, RACK, or a timeout) enters recovery, cuts its window
+/// once, and retransmits every segment it finds lost until what it had sent when it began is
+/// acknowledged. The receiver sees each lost segment as a stall; the first of an episode lasts
+/// at least a round trip (the news travels to the sender, the retransmission back), while the
+/// next holes of the same window are filled by retransmissions already under way, sooner than
+/// a round trip after the reads stopped. So a stall that starts within a round trip of the last
+/// one's end and lasts less than a round trip is the same episode; so is a timeout right
+/// after a timeout (the kernel's RTO backed off within one `TCP_CA_Loss`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Episodes {
+    pub count: u32,
+    /// When the latest stall ended, µs, and whether it was a timeout.
+    last: Option<(u64, bool)>,
+}
+
+impl Episodes {
+    /// A stall from `start_us` to `end_us`: whether it began an episode.
+    pub fn stall(&mut self, start_us: u64, end_us: u64, timeout: bool, rtt_us: u64) -> bool {
+        let rtt = rtt_us.max(1);
+        let continues = self.last.is_some_and(|(last_end, last_timeout)| {
+            start_us < last_end.saturating_add(rtt)
+                && (end_us.saturating_sub(start_us) < rtt || (timeout && last_timeout))
+        });
+        self.last = Some((end_us, timeout));
+        self.count += u32::from(!continues);
+        !continues
     }
 }
 
@@ -108,7 +177,7 @@ mod tests {
             retransmitted: 1,
             ..LossCounters::default()
         };
-        let loss = Loss::from_transfer(&after.since(&before), 5, 100_000, 1_000, 20_000);
+        let loss = Loss::from_transfer(&after.since(&before), &Stalls::apart(5, 100_000), 1_000, 20_000);
         assert_eq!((loss.segments_in, loss.duplicates, loss.out_of_order), (1_010, 10, 40));
         assert!((loss.loss_rate - 5.0 / 1_010.0).abs() < 1e-9);
         assert!(after.retransmission_moved(&before));
@@ -125,10 +194,10 @@ mod tests {
             dropped: Some(10),
             ..LossCounters::default()
         };
-        let loss = Loss::from_transfer(&after.since(&before), 0, 0, 1_000, 20_000);
+        let loss = Loss::from_transfer(&after.since(&before), &Stalls::apart(0, 0), 1_000, 20_000);
         assert_eq!(loss.duplicates, 7);
         // One reading without the count: the upper bound again.
         let unknown = LossCounters { dropped: None, ..after };
-        assert_eq!(Loss::from_transfer(&unknown.since(&before), 0, 0, 1_000, 20_000).duplicates, 300);
+        assert_eq!(Loss::from_transfer(&unknown.since(&before), &Stalls::apart(0, 0), 1_000, 20_000).duplicates, 300);
     }
 }

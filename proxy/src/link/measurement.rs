@@ -88,6 +88,10 @@ pub struct Measurement {
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// Of `held_off_us`, the hold-offs after which the server's bytes still waited unread in
+    /// rttscope's socket (a round trip's worth and more): the client, not the path, was what
+    /// the transfer waited for then.
+    pub backlog_held_us: u64,
     /// The smallest receive window rttscope advertised at a reading right after it resumed
     /// reading for the client, bytes; `None` without a hold-off (or a reading after one).
     pub window_after_hold: Option<u64>,
@@ -148,6 +152,7 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         receive_buffer: 2 << 20,
         idle_us: 0,
         held_off_us: 0,
+        backlog_held_us: 0,
         window_after_hold: None,
         reader_tail_us: 0,
         server_pauses: 1,

@@ -8,6 +8,7 @@
 //!   follows transfers (with `transfer`'s [`TransferTracker`]);
 //! - `loss`: what the socket shows of loss, duplication and reordering, and the
 //!   Mathis bound a loss-limited transfer meets;
+//! - `silence`: a retransmission timeout told from a server pausing as long;
 //! - `events`: the probes' own channel ([`LinkSink`]) and its collector;
 //! - `measurement`: what a transfer measured and the [`LinkLimit`] it was judged to hit,
 //!   the vocabulary the others share;
@@ -23,6 +24,7 @@ mod expected;
 mod loss;
 mod measurement;
 mod probe;
+mod silence;
 pub mod sysctl;
 mod transfer;
 mod verdict;

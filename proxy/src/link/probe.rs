@@ -203,14 +203,14 @@ impl Observer for Probe {
 }
 
 impl Tap for Probe {
-    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, _len: usize) {
+    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         self.arrival_us = arrived_us;
         self.now_us = match direction {
             Direction::ToUpstream => arrived_us,
             Direction::ToClient => released_us,
         };
         if direction == Direction::ToClient {
-            self.tracker.read(arrived_us);
+            self.tracker.read(arrived_us, len as u64);
             if released_us > arrived_us {
                 self.tracker.released(released_us);
             }

@@ -177,10 +177,11 @@ impl Links {
                 let l = &m.loss;
                 (
                     format!(
-                        "{moved}: loss is the limit: {} ({} in all) in {} received, a loss rate of {:.2}%; \
+                        "{moved}: loss is the limit: {} of the sender ({}, {} in all) in {} received, a loss rate of {:.2}%; \
                          a TCP losing that much with {} segments at that RTT carries at most {} (the Mathis bound, MSS / RTT × 1.22 / √p), \
                          and this one carried {}{}",
-                        counted(u64::from(l.recovery_stalls), "recovery stall", "recovery stalls"),
+                        counted(u64::from(l.recovery_episodes), "recovery episode", "recovery episodes"),
+                        counted(u64::from(l.recovery_stalls), "stall", "stalls"),
                         us(l.recovery_stall_us),
                         counted(l.segments_in, "segment", "segments"),
                         100.0 * l.loss_rate,
@@ -224,6 +225,12 @@ fn reader_cost_words(m: &Measurement) -> String {
     if window_closed(m.window_after_hold, m.loss.mss) {
         words.push_str(", closing the server's window");
     }
+    if m.backlog_held_us as f64 >= 0.25 * m.duration_us as f64 {
+        words.push_str(&format!(
+            "; for {} of it the server's bytes were already waiting in rttscope's socket",
+            us(m.backlog_held_us)
+        ));
+    }
     if m.reader_tail_us as f64 >= READER_TAIL_SHARE * m.duration_us as f64 {
         words.push_str(&format!(
             "; the last of the response had arrived {} before the application took it",
@@ -239,13 +246,13 @@ fn reader_cost_words(m: &Measurement) -> String {
 fn above_bound_words(m: &Measurement) -> String {
     let l = &m.loss;
     let above = l.loss_limited_throughput.is_some_and(|b| m.throughput as f64 > b as f64 * LOSS_OUTRUN);
-    if !above || l.recovery_stalls == 0 {
+    if !above || l.recovery_episodes == 0 {
         return String::new();
     }
     let rtts = m.duration_us as f64 / f64::from(m.base_rtt_us.max(1));
     format!(
         ", above the bound but with a loss event every {:.1} round trips and the pipe empty {:.0}% of the time between them: the losses kept cutting the window before it filled the path",
-        rtts / f64::from(l.recovery_stalls),
+        rtts / f64::from(l.recovery_episodes),
         100.0 * m.idle_us as f64 / m.duration_us.max(1) as f64
     )
 }
@@ -312,7 +319,7 @@ fn loss_words(m: &Measurement) -> Option<(String, String)> {
     // probed it, or random loss a BBR sender ignores — either way not what set the pace.
     let outran = l
         .loss_limited_throughput
-        .filter(|&b| l.recovery_stalls >= MIN_LOSS_EVENTS && m.throughput as f64 > b as f64 * LOSS_OUTRUN)
+        .filter(|&b| l.recovery_episodes >= MIN_LOSS_EVENTS && m.throughput as f64 > b as f64 * LOSS_OUTRUN)
         .map(|b| format!(" ({:.1} × the Mathis bound of their loss rate arrived)", m.throughput as f64 / b as f64))
         .unwrap_or_default();
     Some((format!("; {}: harmless, they did not limit this transfer{outran}", seen.join(", ")), String::new()))
@@ -334,8 +341,7 @@ mod tests {
         let mut m = measurement(LinkLimit::Link);
         m.loss = Loss::from_transfer(
             &crate::socket::LossCounters { segments_in: 5_600, ..Default::default() },
-            6,
-            114_000,
+            &crate::link::loss::Stalls::apart(6, 114_000),
             1448,
             20_000,
         );
@@ -353,8 +359,7 @@ mod tests {
         // 20 holes in 100 round trips of 1 ms, the pipe half empty, 3 × the bound.
         m.loss = Loss::from_transfer(
             &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
-            20,
-            30_000,
+            &crate::link::loss::Stalls::apart(20, 30_000),
             1448,
             1_000,
         );
@@ -405,15 +410,14 @@ mod tests {
         assert!(latency.starts_with("1 small round trip took 100.00 ms"), "{latency}");
         let one_each = Loss::from_transfer(
             &crate::socket::LossCounters { segments_in: 1, retransmitted: 1, ..Default::default() },
-            1,
-            200_000,
+            &crate::link::loss::Stalls::apart(1, 200_000),
             1448,
             20_000,
         );
         let mut lossy = measurement(LinkLimit::Loss);
         lossy.loss = one_each;
         let loss = links.add(1, 0, lossy).summary.clone();
-        for said in ["1 recovery stall (", "in 1 segment received"] {
+        for said in ["1 recovery episode of the sender (1 stall, ", "in 1 segment received"] {
             assert!(loss.contains(said), "no {said:?} in {loss}");
         }
         let mut beside = measurement(LinkLimit::Link);

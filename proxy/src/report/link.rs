@@ -41,6 +41,10 @@ pub struct LinkReport {
     pub idle_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
+    /// Of it, hold-offs after which the server's bytes still waited unread in rttscope's
+    /// socket (a round trip's worth and more, at least 64 KiB), µs.
+    #[serde(default)]
+    pub backlog_held_us: u64,
     /// The smallest receive window rttscope advertised right after it resumed reading for the
     /// client, bytes: near nothing when holding off closed the server's window.
     #[serde(default)]
@@ -106,6 +110,7 @@ impl From<&LinkVerdict> for LinkReport {
             receive_buffer: m.receive_buffer,
             idle_us: m.idle_us,
             held_off_us: m.held_off_us,
+            backlog_held_us: m.backlog_held_us,
             window_after_hold: m.window_after_hold,
             reader_tail_us: m.reader_tail_us,
             server_pauses: m.server_pauses,
