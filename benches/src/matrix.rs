@@ -163,20 +163,31 @@ pub fn select(only: &str) -> Result<Vec<Cell>, String> {
         .collect())
 }
 
-/// What one cell gave.
+/// What one cell gave: a matrix cell's, or (with its own `C`) a confusion-matrix cell's.
 #[derive(Clone, Debug)]
-pub struct CellResult {
-    pub cell: Cell,
+pub struct CellResult<C = Cell> {
+    pub cell: C,
     /// The 1-minute load average when the cell started.
     pub load: f64,
-    /// The client's time for the whole query.
+    /// The client's time for the whole query, s.
     pub client_seconds: f64,
     /// The newest large verdict from `/report`'s `links`.
     pub verdict: Option<Value>,
-    /// What the emulator did to the server's packets.
+    /// What the emulator did to the server's packets during the cell.
     pub line: String,
     /// Why the cell has no verdict.
     pub error: Option<String>,
+}
+
+/// `f`'s value, or what it panicked with (the rig panics on what it cannot do).
+pub fn catching<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_else(|| "panicked".into())
+    })
 }
 
 /// How a matrix run is set up.
@@ -215,18 +226,10 @@ pub fn available() -> Result<(), String> {
 /// anywhere (the rig panics on what it cannot do) is the cell's `error`, not the run's end.
 pub fn run_cell(cell: Cell, settings: &Settings) -> CellResult {
     let load = load_average().unwrap_or(f64::NAN);
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run_cell_inner(cell, settings)));
-    let (client_seconds, verdict, line, error) = match outcome {
+    let (client_seconds, verdict, line, error) = match catching(|| run_cell_inner(cell, settings)) {
         Ok(Ok((seconds, verdict, line))) => (seconds, Some(verdict), line, None),
         Ok(Err((seconds, line, why))) => (seconds, None, line, Some(why)),
-        Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "panicked".into());
-            (f64::NAN, None, String::new(), Some(why))
-        }
+        Err(why) => (f64::NAN, None, String::new(), Some(why)),
     };
     CellResult { cell, load, client_seconds, verdict, line, error }
 }

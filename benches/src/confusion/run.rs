@@ -5,32 +5,17 @@
 //! anywhere is the cell's `error` and its verdict `unknown`, never the run's end.
 
 use std::io::Read;
-use std::panic::AssertUnwindSafe;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use rttscope_integration_tests::link_rig::{Line, Rig};
 use rttscope_integration_tests::wan::{DirectionStats, WanStats};
-use serde_json::Value;
 
 use super::{Cause, Cell, READER_BYTES_PER_SECOND, rows_for};
-use crate::matrix::{describe_line, load_average};
+use crate::matrix::{catching, describe_line, load_average};
 
 /// What one cell gave.
-#[derive(Clone, Debug)]
-pub struct CellResult {
-    pub cell: Cell,
-    /// The 1-minute load average when the cell started.
-    pub load: f64,
-    /// The client's time for the whole query, s.
-    pub client_seconds: f64,
-    /// The verdict on the cell's result, from `/report`'s `links`.
-    pub verdict: Option<Value>,
-    /// What the emulator did to the server's packets during the cell.
-    pub line: String,
-    /// Why the cell has no verdict.
-    pub error: Option<String>,
-}
+pub type CellResult = crate::matrix::CellResult<Cell>;
 
 impl CellResult {
     /// The verdict's limit, or `unknown` without one.
@@ -57,17 +42,6 @@ pub fn run_group(cause: Cause, rtt_ms: u64, sizes_mib: &[u64], timeout: Duration
         Err(why) => return cells.iter().map(|&c| CellResult::failed(c, why.clone())).collect(),
     };
     cells.iter().map(|&cell| run_cell(&rig, cell, timeout)).collect()
-}
-
-/// `f`'s value, or what it panicked with (the rig panics on what it cannot do).
-fn catching<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    std::panic::catch_unwind(AssertUnwindSafe(f)).map_err(|panic| {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-            .unwrap_or_else(|| "panicked".into())
-    })
 }
 
 fn start_rig(cell: Cell) -> Option<Rig> {
