@@ -44,7 +44,12 @@ fn median(mut took: Vec<Duration>) -> Duration {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_emulated_rtt_holds_beside_a_cpu_hog() {
     let upstream = format!("upstream: {}\n", TestDb::shared().upstream_addr());
-    let plain = ProxyProcess::start(&upstream).expect("rttscope without a link");
+    // The baseline runs its connection threads under the policy the emulating proxy switches
+    // to (it leaves SCHED_BATCH while a link is emulated): beside busy loops a SCHED_BATCH
+    // thread waits out their slice at each wake-up (2 to 4 ms a round trip on some machines),
+    // which is the policy's cost, not what the link adds.
+    let plain =
+        ProxyProcess::start(&format!("{upstream}relay:\n  sched_batch: false\n")).expect("rttscope without a link");
     let far = ProxyProcess::start(&format!("{upstream}inject:\n  rtt: {}ms\n", RTT.as_millis()))
         .expect("rttscope 15 ms away");
     let mut near = Conn::new(opts(&plain)).await.expect("connect");
