@@ -589,16 +589,23 @@ fn backlog(t: &mut TransferTracker, received: u64, unread: u32) {
     });
 }
 
+/// A transfer of `lossy_bursts(rtts, per_rtt, every)` over `us` (3 MiB advertised), and its
+/// throughput as a share of the Mathis bound of its recovery episodes.
+fn bursts_against_the_bound(rtts: u64, per_rtt: u32, every: u64, us: u64) -> (Measurement, f64) {
+    let mut t = tracker();
+    let bytes = lossy_bursts(&mut t, rtts, per_rtt, every, 3 << 20);
+    let m = t.finished(us, bytes, 1, us).unwrap();
+    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    (m, ratio)
+}
+
 #[test]
 fn frequent_holes_between_the_bound_and_twice_it_are_loss() {
-    let mut t = tracker();
     // link_loss_senders' Reno with 1 % of its packets held back 100 ms at 40 ms: 1.97 × the
     // bound of its recovery episodes, a hole every 3.6 round trips, the pipe empty 58 % of the
     // time. Here 19 segments a round trip and a hole every 4th: 1.8 × the bound, above the
     // range where the bound binds and short of twice it, where no other verdict fits either.
-    let bytes = lossy_bursts(&mut t, 200, 19, 4, 3 << 20);
-    let m = t.finished(4_000_000, bytes, 1, 4_000_000).unwrap();
-    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    let (m, ratio) = bursts_against_the_bound(200, 19, 4, 4_000_000);
     assert!((1.5..2.0).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
 }
@@ -624,26 +631,20 @@ fn a_burst_after_a_timeout_long_silence_with_a_duplicate_is_not_the_server() {
 
 #[test]
 fn a_reno_at_086_of_its_bound_is_loss_not_a_window() {
-    let mut t = tracker();
     // The confusion matrix's 1 % loss at 5 ms (here at 20 ms): 11 segments a round trip, a
     // recovery every 10th: 0.86 × the bound of its episodes, as Reno under random loss alone
     // carried there (0.85-0.88), where a window held first carried 0.78-0.82 × (16 KiB with
     // 1 % reordering or loss).
-    let bytes = lossy_bursts(&mut t, 400, 11, 10, 3 << 20);
-    let m = t.finished(8_000_000, bytes, 1, 8_000_000).unwrap();
-    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    let (m, ratio) = bursts_against_the_bound(400, 11, 10, 8_000_000);
     assert!((0.84..0.88).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
 }
 
 #[test]
 fn a_window_at_082_of_the_bound_is_still_the_window_then_loss() {
-    let mut t = tracker();
     // The link matrix's 16 KiB send buffer with 1 % loss at 20 ms carried 0.82 × the bound of
     // its recovery episodes: 10 segments a round trip, a recovery every 10th.
-    let bytes = lossy_bursts(&mut t, 400, 10, 10, 3 << 20);
-    let m = t.finished(8_000_000, bytes, 1, 8_000_000).unwrap();
-    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    let (m, ratio) = bursts_against_the_bound(400, 10, 10, 8_000_000);
     assert!((0.81..0.835).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Sender, Some(LinkLimit::Loss)), "{m:?}");
 }
