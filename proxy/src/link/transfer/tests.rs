@@ -611,6 +611,17 @@ fn frequent_holes_between_the_bound_and_twice_it_are_loss() {
 }
 
 #[test]
+fn holes_every_five_round_trips_above_the_bound_are_loss() {
+    // The CI run of link_loss_senders' Reno with 1 % of its packets held back 100 ms at 40 ms:
+    // 1.74 × the bound of its episodes, 11 stalls in 46 round trips, the pipe empty 51 % of the
+    // time — named `sender` while holes one round trip in four were the threshold. Here 23
+    // segments a round trip and a hole every 5th.
+    let (m, ratio) = bursts_against_the_bound(200, 23, 5, 4_000_000);
+    assert!((1.5..2.0).contains(&ratio), "{ratio} {m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
+}
+
+#[test]
 fn a_burst_after_a_timeout_long_silence_with_a_duplicate_is_not_the_server() {
     // The matrix's 16 KiB send buffer at 5 ms on a loaded host: nothing for a backed-off
     // timeout's length, then what the line had held at once — and behind it the copy the
