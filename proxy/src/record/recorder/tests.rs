@@ -311,3 +311,30 @@ async fn an_emulated_links_lateness_is_the_links_time() {
     // its answer's (12 ms).
     assert_eq!(r.latency_us() - r.injected_us, 1_500);
 }
+
+/// A large response over an emulated 15 ms link whose slow start releases its first read
+/// 45 ms after it came: its streaming is timed from when the server's bytes came, so that
+/// what the server did while the link held them is the server's.
+#[tokio::test]
+async fn a_large_responses_streaming_is_timed_from_the_servers_first_byte() {
+    let mut rig = Rig::new();
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
+    rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
+    rig.recorder.released_late(Direction::ToUpstream, 500);
+    rig.recorder.arrived(Direction::ToClient, 13_000, 58_000, 65_536);
+    rig.recorder.response_started();
+    rig.recorder.arrived(Direction::ToClient, 861_000, 868_500, 65_536);
+    rig.recorder.finished(&Summary {
+        command: COM_QUERY,
+        round_trips: 1,
+        bytes_down: 40_000_000,
+        ..Summary::default()
+    });
+    rig.recorder.released_late(Direction::ToClient, 0);
+    let records = rig.records().await;
+    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!((r.first_arrived_us, r.first_byte_us, r.last_byte_us), (Some(13_000), Some(58_000), 868_500));
+    assert_eq!((r.injected_us, r.request_injected_us), (7_500 + 500 + 7_500, 7_500 + 500));
+    // From the first byte's arrival to the last's release, less the end's 7.5 ms on the link.
+    assert_eq!(r.stream_us(), 868_500 - 13_000 - 7_500);
+}
