@@ -452,21 +452,23 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn released_late(&mut self, direction: Direction, late_us: u64) {
+    fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
         match direction {
-            // The request went on that much later: the server saw it then.
+            // The request went on that much later: the server saw it then. (How long the
+            // server then took to read it is its own time.)
             Direction::ToUpstream => {
                 if let Some(f) = self.in_flight.back_mut() {
                     f.record.late_us = late_us;
                 }
             }
-            // The response's end reached the client that much later.
+            // The response's end reached the client that much later: late by the link, then
+            // by the client itself, not reading on (its time, as it would be without the link).
             Direction::ToClient => {
                 self.held_end = None;
                 if let Some(mut record) = self.awaiting_release.take() {
                     record.late_us += late_us;
                     record.injected_us += late_us;
-                    record.last_byte_us += late_us;
+                    record.last_byte_us += late_us + peer_us;
                     self.sink.send(Event::Command(record));
                 }
             }
