@@ -158,3 +158,47 @@ async fn the_shops_write_loop_spans_its_own_inserts_not_the_lookups_before() {
     assert!(write.evidence.elapsed_us < lookups.evidence.elapsed_us, "{write:#?}\n{lookups:#?}");
     assert_figures_nest(&r);
 }
+
+/// A client that reads a large result slower than an emulated link lets it go: rttscope holds
+/// what the link released until the client takes it. That wait is the client's, as it would be
+/// without the link, so it stays in the time left once the link's is taken out — and in the
+/// streaming the slow-start rounds of a what-if overlap — instead of being blamed on the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_reading_slower_than_the_link_is_not_the_links_time() {
+    const ROWS: u32 = 16_000;
+    let proxy = far_proxy(5);
+    let mut conn = connect(&proxy).await;
+    let started = Instant::now();
+    let mut result = conn.query_iter(format!("SELECT REPEAT('x', 1000) FROM seq_1_to_{ROWS}")).await.unwrap();
+    let (mut rows, mut paused) = (0u32, std::time::Duration::ZERO);
+    while let Some(_row) = result.next().await.unwrap() {
+        rows += 1;
+        if rows % 20 == 0 {
+            let pause = Instant::now();
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            paused += pause.elapsed();
+        }
+    }
+    drop(result);
+    let waited = started.elapsed();
+    assert_eq!(rows, ROWS);
+    let large = |text: &str| text.starts_with("select repeat");
+    proxy.wait_for("the large read", |a| a.queries().iter().any(|q| large(&q.text)).then_some(()));
+    let r = proxy.state().report();
+    let q = r.queries.iter().find(|q| large(&q.fingerprint)).expect("the large read");
+    let own_us = q.latency_us.sum.saturating_sub(q.injected_us);
+    let stream_us = r.totals.large_responses.stream_us;
+    eprintln!(
+        "16 MB read by a slow client at 5 ms: {waited:?} (paused {paused:?}), recorded {} µs, link {} µs, \
+         streamed {stream_us} µs",
+        q.latency_us.sum, q.injected_us
+    );
+    // The link held the request and the end 2.5 ms each, and released the result in a few
+    // 5 ms rounds: far less than the client's own pauses, which are not the link's.
+    assert!(q.injected_us < 60_000, "the client's pace blamed on the link: {q:?}");
+    // The client paused for its last few MB after the last byte was in the sockets' buffers,
+    // where rttscope does not see it: the rest it does, and it is the client's.
+    let half_paused = paused.as_micros() as u64 / 2;
+    assert!(own_us >= half_paused && stream_us >= half_paused, "{own_us} µs left, {stream_us} µs streamed");
+    assert!(q.latency_us.sum <= waited.as_micros() as u64, "{q:?} beyond the client's {waited:?}");
+}

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use rttscope_benches::whatif::{self, Plan};
+use rttscope_benches::whatif::{self, Plan, Workload};
 
 #[derive(Parser, Debug)]
 #[command(about = "What-if projections against runs measured over emulated links")]
@@ -13,11 +13,14 @@ struct Args {
     /// Two RTTs and fewer repetitions: a smoke run of a minute or two.
     #[arg(long)]
     quick: bool,
+    /// Only these workloads (comma-separated), e.g. `--only large-read` to re-run its cells.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Workload>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let plan = Plan::new(args.quick);
+    let plan = Plan::new(args.quick, &args.only);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

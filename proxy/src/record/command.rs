@@ -45,8 +45,9 @@ pub struct LargeResponses {
     /// Round trips slow start adds to the responses ([`CommandRecord::slow_start_rounds`]).
     #[serde(rename = "slow_start_rounds", default)]
     pub rounds: u64,
-    /// Of the commands' time without the link, how long those responses streamed, first
-    /// byte to last ([`CommandRecord::stream_us`]), µs: what the rounds overlap.
+    /// Of the commands' time without the link, how long those responses streamed, from the
+    /// server's first byte to the client's last ([`CommandRecord::stream_us`]), µs: what the
+    /// rounds overlap.
     #[serde(rename = "slow_start_stream_us", default)]
     pub stream_us: u64,
 }
@@ -84,6 +85,12 @@ pub struct CommandRecord {
     pub first_byte_us: Option<u64>,
     /// When the last response byte arrived (or the request ended, without a response).
     pub last_byte_us: u64,
+    /// When the first response byte came off the server's socket: `first_byte_us` less the
+    /// time an emulated link held it (the same without one).
+    pub first_arrived_us: Option<u64>,
+    /// Of `injected_us`, what the emulated link added before the response began (the
+    /// request's hold, lateness and stalls), µs: the rest fell while the response streamed.
+    pub request_injected_us: u64,
     /// Times the client waited for the server; for `CONNECT`, plus the TCP handshake, greeting and upstream TLS.
     pub round_trips: u32,
     /// MySQL packet bytes the client sent for it, 4-byte headers included (uncompressed).
@@ -176,6 +183,8 @@ impl CommandRecord {
             request_us: requested,
             first_byte_us,
             last_byte_us,
+            first_arrived_us,
+            request_injected_us,
             round_trips,
             bytes_up,
             bytes_down,
@@ -206,9 +215,10 @@ impl CommandRecord {
         (*conn, *cmd, *fp, *t, *requested, *last_byte_us) =
             (conn_id, command, fingerprint, text, request_us, request_us);
         *kind = StatementKind::default();
-        *first_byte_us = None;
+        (*first_byte_us, *first_arrived_us) = (None, None);
         (*round_trips, *columns, *warnings, *fetch_rows, *rows_in_values, *rtt_us) = (0, 0, 0, 0, 0, 0);
         (*bytes_up, *bytes_down, *rows, *affected_rows, *injected_us, *late_us) = (0, 0, 0, 0, 0, 0);
+        *request_injected_us = 0;
         (*wire_up, *wire_down) = (None, None);
         *error = None;
         *statement = None;
@@ -248,17 +258,22 @@ impl CommandRecord {
     }
 
     /// For a response slow start stretches (see [`Self::slow_start_rounds`]; 0 for others),
-    /// how long it streamed without the link, µs: first byte to last, at most the command's
-    /// time less what the link added. The server producing the rows and the client reading
-    /// them go on while a far link's window opens, so the rounds overlap this time.
+    /// how long it streamed without the link, µs: from its first byte's arrival from the
+    /// server to its last byte's going to the client, less what the emulated link added
+    /// meanwhile, and at most the command's time less what the link added. Measured from the
+    /// server's socket because an emulated link releases the first bytes at its own slow
+    /// start's pace, and the server went on producing meanwhile. The server producing the rows
+    /// and the client reading them go on while a far link's window opens, so the rounds
+    /// overlap this time.
     pub fn stream_us(&self) -> u64 {
-        let Some(first_byte_us) = self.first_byte_us.filter(|_| self.slow_start_rounds() > 0) else {
+        let Some(first_arrived_us) = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0) else {
             return 0;
         };
+        let injected_us = self.injected_within_latency();
+        let link_meanwhile_us = injected_us.saturating_sub(self.request_injected_us);
         let real_path_us = u64::from(self.round_trips) * u64::from(self.rtt_us);
-        let without_link =
-            self.latency_us().saturating_sub(self.injected_within_latency()).saturating_sub(real_path_us);
-        self.last_byte_us.saturating_sub(first_byte_us).min(without_link)
+        let without_link = self.latency_us().saturating_sub(injected_us).saturating_sub(real_path_us);
+        self.last_byte_us.saturating_sub(first_arrived_us).saturating_sub(link_meanwhile_us).min(without_link)
     }
 
     /// Time from request to first response byte: the server's work plus one round trip.
@@ -282,6 +297,7 @@ mod tests {
         let mut r = CommandRecord {
             request_us: 1_000,
             first_byte_us: Some(21_000),
+            first_arrived_us: Some(21_000),
             last_byte_us: 271_000,
             ..CommandRecord::default()
         };
@@ -289,9 +305,29 @@ mod tests {
         assert_eq!(r.stream_us(), 250_000);
         // Over an emulated link that held most of it, only the rest is the server's and the client's.
         r.injected_us = 200_000;
-        assert_eq!(r.stream_us(), 70_000);
+        assert_eq!(r.stream_us(), 50_000);
         r.bytes_down = 14_000;
         assert_eq!(r.stream_us(), 0, "a response within the initial window has no rounds to overlap");
+    }
+
+    /// Over an emulated 15 ms link the first 64 KiB read is released after three rounds of
+    /// its slow start, the last bytes half a round trip after they came: the server's and the
+    /// client's streaming starts when the first byte came from the server, not when the link
+    /// let it go. What the link added before the response (the request's hold) is not taken
+    /// from it.
+    #[test]
+    fn a_large_responses_streaming_starts_at_its_first_byte_from_the_server() {
+        let mut r = CommandRecord {
+            request_us: 0,
+            first_arrived_us: Some(12_000),
+            first_byte_us: Some(12_000 + 45_000),
+            last_byte_us: 857_000 + 7_500,
+            ..CommandRecord::default()
+        };
+        (r.round_trips, r.bytes_down) = (1, 40_000_000);
+        // 7.5 ms on the request's way up, 7.5 ms the end's way down, 2 ms reading waited.
+        (r.injected_us, r.request_injected_us) = (7_500 + 7_500 + 2_000, 7_500);
+        assert_eq!(r.stream_us(), 857_000 - 12_000 - 2_000);
     }
 
     /// A recycled record, reset, is exactly a new one: nothing of the command it carried
@@ -311,7 +347,7 @@ mod tests {
         used.origin = Some(Arc::new(Origin::default()));
         (used.example, used.sample) = (Some("insert 1".into()), Some(Box::from([1u64, 2].as_slice())));
         (used.rtt_us, used.injected_us, used.unparsed, used.retransmission_wait) = (10, 11, true, true);
-        used.late_us = 12;
+        (used.late_us, used.first_arrived_us, used.request_injected_us) = (12, Some(13), 14);
         used.payload_sample = Some(PayloadSample::Bytes(Box::from([1u8, 2, 3].as_slice())));
 
         used.reset(8, 22, FingerprintId(4), text.clone(), 1_000);

@@ -86,6 +86,8 @@ pub struct Recorder {
     shown: Option<Arc<str>>,
     /// The current chunk's time as the client lives it, µs.
     now_us: u64,
+    /// When the current chunk came off its socket, µs (before an emulated link held it).
+    arrived_us: u64,
     /// How long an emulated link holds the current chunk, µs.
     hold_us: u64,
     /// Time reading waited for an emulated link's full buffer, µs, each way: up since the
@@ -142,6 +144,7 @@ impl Recorder {
             live,
             shown: None,
             now_us: micros(accepted),
+            arrived_us: micros(accepted),
             hold_us: 0,
             stalled_up: 0,
             stalled_down: 0,
@@ -377,9 +380,12 @@ impl Observer for Recorder {
     }
 
     fn response_started(&mut self) {
-        let us = self.now_us;
+        let (us, arrived_us) = (self.now_us, self.arrived_us);
         if let Some(front) = self.in_flight.front_mut() {
-            front.record.first_byte_us = Some(us);
+            let r = &mut front.record;
+            (r.first_byte_us, r.first_arrived_us) = (Some(us), Some(arrived_us));
+            // The request's hold and stalls, and how late it went: all the link added so far.
+            r.request_injected_us = r.injected_us + r.late_us;
         }
     }
 
@@ -446,21 +452,23 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn released_late(&mut self, direction: Direction, late_us: u64) {
+    fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
         match direction {
-            // The request went on that much later: the server saw it then.
+            // The request went on that much later: the server saw it then. (How long the
+            // server then took to read it is its own time.)
             Direction::ToUpstream => {
                 if let Some(f) = self.in_flight.back_mut() {
                     f.record.late_us = late_us;
                 }
             }
-            // The response's end reached the client that much later.
+            // The response's end reached the client that much later: late by the link, then
+            // by the client itself, not reading on (its time, as it would be without the link).
             Direction::ToClient => {
                 self.held_end = None;
                 if let Some(mut record) = self.awaiting_release.take() {
                     record.late_us += late_us;
                     record.injected_us += late_us;
-                    record.last_byte_us += late_us;
+                    record.last_byte_us += late_us + peer_us;
                     self.sink.send(Event::Command(record));
                 }
             }
@@ -480,6 +488,7 @@ impl Tap for Recorder {
         // response when it gets it (later than its arrival here only on an
         // emulated link, by the time the link held it).
         self.hold_us = released_us.saturating_sub(arrived_us);
+        self.arrived_us = arrived_us;
         self.now_us = match direction {
             Direction::ToUpstream => arrived_us,
             Direction::ToClient => released_us,

@@ -26,8 +26,10 @@ pub trait Tap: Observer {
     fn line_stalled(&mut self, _direction: Direction, _stalled_us: u64) {}
     /// Bytes an emulated link held went out `late_us` after the moment they were due: its
     /// timers' and the relay's own lateness (a busy machine), time the link added beyond its
-    /// settings. Told for the write that sent the last bytes due so far.
-    fn released_late(&mut self, _direction: Direction, _late_us: u64) {}
+    /// settings; then `peer_us` more because the peer was not taking them (a client reading
+    /// slower than the link released): the peer's time, not the link's. Told for the write
+    /// that sent the last bytes due so far.
+    fn released_late(&mut self, _direction: Direction, _late_us: u64, _peer_us: u64) {}
     /// The handshake was relayed: who connected, as whom.
     fn connected(&mut self, _client: &str, _response: &HandshakeResponse41, _legs: &Legs) {}
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -111,9 +113,9 @@ impl<T: Tap> Tap for Option<T> {
             t.line_stalled(direction, stalled_us);
         }
     }
-    fn released_late(&mut self, direction: Direction, late_us: u64) {
+    fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
         if let Some(t) = self {
-            t.released_late(direction, late_us);
+            t.released_late(direction, late_us, peer_us);
         }
     }
     fn connected(&mut self, client: &str, response: &HandshakeResponse41, legs: &Legs) {
@@ -174,8 +176,8 @@ macro_rules! tell_each {
             fn line_stalled(&mut self, direction: $crate::protocol::Direction, stalled_us: u64) {
                 $($crate::record::Tap::line_stalled(&mut self.$i, direction, stalled_us);)+
             }
-            fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: u64) {
-                $($crate::record::Tap::released_late(&mut self.$i, direction, late_us);)+
+            fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: u64, peer_us: u64) {
+                $($crate::record::Tap::released_late(&mut self.$i, direction, late_us, peer_us);)+
             }
             fn connected(&mut self, client: &str, response: &$crate::protocol::handshake::HandshakeResponse41, legs: &$crate::live::Legs) {
                 $($crate::record::Tap::connected(&mut self.$i, client, response, legs);)+

@@ -62,8 +62,12 @@ pub(super) struct HalfPipe {
     line_full_since: Option<Instant>,
     line_stalled_us: u64,
     /// How late the last bytes the emulated link released went out, µs, until the pump
-    /// takes it.
-    released_late_us: Option<u64>,
+    /// takes it: the link's lateness, then the wait for a peer that was not taking them.
+    released_late_us: Option<(u64, u64)>,
+    /// On an emulated link, since when released bytes have waited for a peer that is not
+    /// taking them (a client reading a large result slower than the link lets it go): from
+    /// then on their lateness is the peer's, not the link's. Cleared once it takes all.
+    peer_held_since: Option<std::time::Instant>,
     /// Where bytes beyond `base` are accounted for, across connections.
     budget: Arc<BufferBudget>,
 }
@@ -164,6 +168,7 @@ impl HalfPipe {
             line_full_since: None,
             line_stalled_us: 0,
             released_late_us: None,
+            peer_held_since: None,
             budget,
         }
     }
@@ -325,9 +330,12 @@ impl HalfPipe {
                 let released = line.schedule(arrived.into_std(), self.end - start);
                 let stalled = std::mem::take(&mut self.line_stalled_us);
                 // Full of bytes the link has yet to release (not of bytes a slow peer left):
-                // the link holds the sender back from now until a write makes room. Not full
-                // (or grown since): reading goes on, and an earlier mark is no wait.
-                self.line_full_since = (self.end == self.buf.len() && !self.peer_slow).then_some(arrived);
+                // the link holds the sender back from now until a write makes room. Released
+                // bytes still waiting mean the peer is what holds the room, however its last
+                // write went. Not full (or grown since): reading goes on, and an earlier mark
+                // is no wait.
+                let peer_behind = self.peer_slow || line.released() > self.written;
+                self.line_full_since = (self.end == self.buf.len() && !peer_behind).then_some(arrived);
                 (micros(arrived), micros(Instant::from_std(released)), stalled)
             }
             None => {
@@ -460,6 +468,9 @@ impl HalfPipe {
                     self.start += n;
                     self.written += n as u64;
                     self.note_lateness();
+                    if n == ready {
+                        self.peer_held_since = None;
+                    }
                     self.unflushed = to.may_hold_writes();
                     if self.start == self.end {
                         // Nothing waits; the next read starts at the front. Bytes
@@ -472,7 +483,7 @@ impl HalfPipe {
                         self.line_stalled_us = 0;
                     }
                 }
-                Poll::Pending => self.peer_slow = true,
+                Poll::Pending => self.peer_not_taking(),
             }
         }
         self.left_waiting = self.start != self.end;
@@ -485,28 +496,43 @@ impl HalfPipe {
                     flushed.map_err(|e| RelayError::io(to_peer, e))?;
                     self.unflushed = false;
                 }
-                Poll::Pending => self.peer_slow = true,
+                Poll::Pending => self.peer_not_taking(),
             }
         }
         Ok(moved)
     }
 
+    /// The peer did not take what was ready. On an emulated link, when it started not to
+    /// (a clock read only then: a slow peer, never the fast path).
+    fn peer_not_taking(&mut self) {
+        self.peer_slow = true;
+        if self.line.is_some() && self.peer_held_since.is_none() {
+            self.peer_held_since = Some(std::time::Instant::now());
+        }
+    }
+
     /// On an emulated link, once every byte it held is written: how long after the last of
-    /// them was due (a clock read per drained link, never on the fast path). The last bytes
-    /// are what a command waits for; earlier ones' lateness moves nothing the schedule fixes.
+    /// them was due (a clock read per drained link, never on the fast path), split at the
+    /// moment the peer stopped taking released bytes — before it, the link's lateness (its
+    /// timers, the relay); after it, the peer's own pace. The last bytes are what a command
+    /// waits for; earlier ones' lateness moves nothing the schedule fixes.
     fn note_lateness(&mut self) {
         let Some(line) = &mut self.line else { return };
         if self.written < line.released() || line.next_release().is_some() {
             return;
         }
         if let Some(due) = line.take_due() {
-            let late = std::time::Instant::now().saturating_duration_since(due);
-            self.released_late_us = Some(late.as_micros() as u64);
+            let now = std::time::Instant::now();
+            let held_from = self.peer_held_since.map_or(now, |since| since.clamp(due.min(now), now));
+            let micros = |d: std::time::Duration| d.as_micros() as u64;
+            let link = micros(held_from.saturating_duration_since(due));
+            self.released_late_us = Some((link, micros(now.saturating_duration_since(held_from))));
         }
     }
 
-    /// How late the emulated link's last released bytes went out, µs, once.
-    pub fn take_released_late(&mut self) -> Option<u64> {
+    /// How late the emulated link's last released bytes went out, once: `(link_us, peer_us)`,
+    /// the link's lateness, then how long the peer took to take them.
+    pub fn take_released_late(&mut self) -> Option<(u64, u64)> {
         self.released_late_us.take()
     }
 

@@ -298,11 +298,11 @@ async fn an_emulated_links_lateness_is_the_links_time() {
     // The request arrives at 1,000 µs, due upstream 7.5 ms later, and goes 2 ms late.
     rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
     rig.send(COM_QUERY, b"SELECT 1");
-    rig.recorder.released_late(Direction::ToUpstream, 2_000);
+    rig.recorder.released_late(Direction::ToUpstream, 2_000, 0);
     // The answer arrives at 12,000 µs, due at the client at 19,500, and goes 1 ms late.
     rig.recorder.arrived(Direction::ToClient, 12_000, 19_500, 20);
     rig.answer(COM_QUERY, 1, None, false);
-    rig.recorder.released_late(Direction::ToClient, 1_000);
+    rig.recorder.released_late(Direction::ToClient, 1_000, 0);
     let records = rig.records().await;
     let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
     assert_eq!((r.request_us, r.last_byte_us), (1_000, 20_500));
@@ -310,4 +310,58 @@ async fn an_emulated_links_lateness_is_the_links_time() {
     // What is left is the server's: from the request's real arrival upstream (10.5 ms) to
     // its answer's (12 ms).
     assert_eq!(r.latency_us() - r.injected_us, 1_500);
+}
+
+/// A large response over an emulated 15 ms link whose slow start releases its first read
+/// 45 ms after it came: its streaming is timed from when the server's bytes came, so that
+/// what the server did while the link held them is the server's.
+#[tokio::test]
+async fn a_large_responses_streaming_is_timed_from_the_servers_first_byte() {
+    let mut rig = Rig::new();
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
+    rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
+    rig.recorder.released_late(Direction::ToUpstream, 500, 0);
+    rig.recorder.arrived(Direction::ToClient, 13_000, 58_000, 65_536);
+    rig.recorder.response_started();
+    rig.recorder.arrived(Direction::ToClient, 861_000, 868_500, 65_536);
+    rig.recorder.finished(&Summary {
+        command: COM_QUERY,
+        round_trips: 1,
+        bytes_down: 40_000_000,
+        ..Summary::default()
+    });
+    rig.recorder.released_late(Direction::ToClient, 0, 0);
+    let records = rig.records().await;
+    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!((r.first_arrived_us, r.first_byte_us, r.last_byte_us), (Some(13_000), Some(58_000), 868_500));
+    assert_eq!((r.injected_us, r.request_injected_us), (7_500 + 500 + 7_500, 7_500 + 500));
+    // From the first byte's arrival to the last's release, less the end's 7.5 ms on the link.
+    assert_eq!(r.stream_us(), 868_500 - 13_000 - 7_500);
+}
+
+/// A client reading a large result slower than the emulated link releases it: the response's
+/// end goes 1 ms late by the link's timers, then waits 120 ms for the client to read on. The
+/// client's wait is in the command's time, as it would be without the link, and is not the
+/// link's: what is left after the link's time is the server's and the client's.
+#[tokio::test]
+async fn a_client_that_does_not_read_on_is_not_the_links_lateness() {
+    let mut rig = Rig::new();
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
+    rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
+    rig.recorder.arrived(Direction::ToClient, 12_000, 19_500, 65_536);
+    rig.recorder.response_started();
+    rig.recorder.arrived(Direction::ToClient, 600_000, 607_500, 65_536);
+    rig.recorder.finished(&Summary {
+        command: COM_QUERY,
+        round_trips: 1,
+        bytes_down: 40_000_000,
+        ..Summary::default()
+    });
+    rig.recorder.released_late(Direction::ToClient, 1_000, 120_000);
+    let records = rig.records().await;
+    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!(r.last_byte_us, 607_500 + 1_000 + 120_000, "the client got the end then");
+    assert_eq!((r.injected_us, r.late_us), (7_500 + 7_500 + 1_000, 1_000));
+    assert_eq!(r.latency_us() - r.injected_us, 600_000 + 120_000 - 8_500);
+    assert_eq!(r.stream_us(), 600_000 + 120_000 - 12_000);
 }

@@ -174,8 +174,8 @@ impl Pump<'_> {
             self.see_client_marking_commands(fresh, local, answer.as_ref().map_or(0, |a| a.withheld as u64));
         }
         *progress |= self.to_upstream.poll_send(cx, (&mut *self.upstream, Peer::Upstream))?;
-        if let Some(late_us) = self.to_upstream.take_released_late() {
-            self.tap.released_late(Direction::ToUpstream, late_us);
+        if let Some((late_us, peer_us)) = self.to_upstream.take_released_late() {
+            self.tap.released_late(Direction::ToUpstream, late_us, peer_us);
         }
         if let Some(fresh) = &fresh {
             self.last_activity_us = fresh.arrived_us;
@@ -308,8 +308,8 @@ impl Pump<'_> {
         }
         if self.reply.is_none() && self.kill.is_none() {
             *progress |= self.to_client.poll_send(cx, (&mut *self.client, Peer::Client))?;
-            if let Some(late_us) = self.to_client.take_released_late() {
-                self.tap.released_late(Direction::ToClient, late_us);
+            if let Some((late_us, peer_us)) = self.to_client.take_released_late() {
+                self.tap.released_late(Direction::ToClient, late_us, peer_us);
             }
         }
         if let Some(fresh) = fresh {
