@@ -107,13 +107,21 @@ pub struct Row {
 /// The run's results and the conditions they were measured in.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outcome {
+    /// The scenario rttscope ran as.
+    pub scenario: String,
     pub rows: Vec<Row>,
     pub load_before: Option<f64>,
     pub load_after: Option<f64>,
 }
 
-/// Runs every case against the shared test database, the release rttscope and HAProxy.
-pub fn run(cases: &[Case]) -> Result<Outcome> {
+/// Runs every case against the shared test database, the release rttscope as the built-in
+/// `scenario` says, and HAProxy.
+pub fn run(cases: &[Case], scenario: &str) -> Result<Outcome> {
+    let Some(ours) = scenario::builtin(scenario).filter(|s| s.program == scenario::Program::Rttscope) else {
+        anyhow::bail!(
+            "--scenario {scenario:?}: not a built-in rttscope scenario (try rttscope-bench --list-scenarios)"
+        );
+    };
     let load_before = matrix::load_average();
     let programs = Programs { rttscope: resolve_binary(None)?, haproxy: Some(haproxy::find(None)?), client_cert: None };
     let db = TestDb::shared();
@@ -124,7 +132,7 @@ pub fn run(cases: &[Case]) -> Result<Outcome> {
     let Endpoint::Tcp(far_addr) = *far.endpoint() else { anyhow::bail!("the far upstream listens on TCP") };
     let mut rows = Vec::new();
     for (upstream, is_far) in [(db.upstream_addr(), false), (far_addr, true)] {
-        let proxies = [scenario::builtin("default"), scenario::builtin(scenario::HAPROXY)]
+        let proxies = [Some(ours.clone()), scenario::builtin(scenario::HAPROXY)]
             .map(|s| s.context("a built-in scenario").and_then(|s| ProxyChild::start(&programs, upstream, &s)));
         let [rttscope, haproxy] = proxies;
         let (rttscope, haproxy) = (rttscope?, haproxy?);
@@ -143,7 +151,7 @@ pub fn run(cases: &[Case]) -> Result<Outcome> {
             rows.push(Row { case: *case, rttscope: measured[0], haproxy: measured[1] });
         }
     }
-    Ok(Outcome { rows, load_before, load_after: matrix::load_average() })
+    Ok(Outcome { scenario: scenario.to_owned(), rows, load_before, load_after: matrix::load_average() })
 }
 
 /// One proxy's turn at `case`: queries answered, the window, the proxy's CPU over it.
@@ -216,7 +224,8 @@ pub fn markdown(outcome: &Outcome) -> String {
     }
     let load = |l: Option<f64>| l.map_or_else(|| "?".to_owned(), |l| format!("{l:.2}"));
     out.push_str(&format!(
-        "\nLoad average {} before, {} after.\n",
+        "\nrttscope as scenario `{}`. Load average {} before, {} after.\n",
+        outcome.scenario,
         load(outcome.load_before),
         load(outcome.load_after)
     ));

@@ -13,11 +13,15 @@ struct Args {
     /// A fifth of each window: a smoke run of a minute.
     #[arg(long)]
     quick: bool,
+    /// The built-in scenario rttscope runs as (`scripts/bench.sh --list-scenarios`), to
+    /// race a setting against HAProxy, e.g. `no-idle-poll`.
+    #[arg(long, default_value = "default")]
+    scenario: String,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let outcome = match paced::run(&paced::cases(args.quick)) {
+    let outcome = match paced::run(&paced::cases(args.quick), &args.scenario) {
         Ok(outcome) => outcome,
         Err(e) => {
             eprintln!("cpu-per-query: {e:#}");
