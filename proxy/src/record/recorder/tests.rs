@@ -312,27 +312,35 @@ async fn an_emulated_links_lateness_is_the_links_time() {
     assert_eq!(r.latency_us() - r.injected_us, 1_500);
 }
 
-/// A large response over an emulated 15 ms link whose slow start releases its first read
-/// 45 ms after it came: its streaming is timed from when the server's bytes came, so that
-/// what the server did while the link held them is the server's.
-#[tokio::test]
-async fn a_large_responses_streaming_is_timed_from_the_servers_first_byte() {
+/// A 40 MB read over an emulated 15 ms link: the request arrives at 1 ms, due upstream 7.5 ms
+/// later and going `late_up` µs late; the response's first read arrives and is released at
+/// `first`, its last at `last`; the end goes `late_down` (the link's µs, then the client's)
+/// late. The query's record.
+async fn large_read(first: (u64, u64), last: (u64, u64), late_up: u64, late_down: (u64, u64)) -> CommandRecord {
     let mut rig = Rig::new();
     rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
     rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
-    rig.recorder.released_late(Direction::ToUpstream, 500, 0);
-    rig.recorder.arrived(Direction::ToClient, 13_000, 58_000, 65_536);
+    rig.recorder.released_late(Direction::ToUpstream, late_up, 0);
+    rig.recorder.arrived(Direction::ToClient, first.0, first.1, 65_536);
     rig.recorder.response_started();
-    rig.recorder.arrived(Direction::ToClient, 861_000, 868_500, 65_536);
+    rig.recorder.arrived(Direction::ToClient, last.0, last.1, 65_536);
     rig.recorder.finished(&Summary {
         command: COM_QUERY,
         round_trips: 1,
         bytes_down: 40_000_000,
         ..Summary::default()
     });
-    rig.recorder.released_late(Direction::ToClient, 0, 0);
+    rig.recorder.released_late(Direction::ToClient, late_down.0, late_down.1);
     let records = rig.records().await;
-    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    records.into_iter().find(|r| r.command == COM_QUERY).expect("the query's record")
+}
+
+/// A large response whose slow start on the link releases its first read 45 ms after it
+/// came: its streaming is timed from when the server's bytes came, so that what the server
+/// did while the link held them is the server's.
+#[tokio::test]
+async fn a_large_responses_streaming_is_timed_from_the_servers_first_byte() {
+    let r = large_read((13_000, 58_000), (861_000, 868_500), 500, (0, 0)).await;
     assert_eq!((r.first_arrived_us, r.first_byte_us, r.last_byte_us), (Some(13_000), Some(58_000), 868_500));
     assert_eq!((r.injected_us, r.request_injected_us), (7_500 + 500 + 7_500, 7_500 + 500));
     // From the first byte's arrival to the last's release, less the end's 7.5 ms on the link.
@@ -345,21 +353,7 @@ async fn a_large_responses_streaming_is_timed_from_the_servers_first_byte() {
 /// link's: what is left after the link's time is the server's and the client's.
 #[tokio::test]
 async fn a_client_that_does_not_read_on_is_not_the_links_lateness() {
-    let mut rig = Rig::new();
-    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
-    rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
-    rig.recorder.arrived(Direction::ToClient, 12_000, 19_500, 65_536);
-    rig.recorder.response_started();
-    rig.recorder.arrived(Direction::ToClient, 600_000, 607_500, 65_536);
-    rig.recorder.finished(&Summary {
-        command: COM_QUERY,
-        round_trips: 1,
-        bytes_down: 40_000_000,
-        ..Summary::default()
-    });
-    rig.recorder.released_late(Direction::ToClient, 1_000, 120_000);
-    let records = rig.records().await;
-    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    let r = large_read((12_000, 19_500), (600_000, 607_500), 0, (1_000, 120_000)).await;
     assert_eq!(r.last_byte_us, 607_500 + 1_000 + 120_000, "the client got the end then");
     assert_eq!((r.injected_us, r.late_us), (7_500 + 7_500 + 1_000, 1_000));
     assert_eq!(r.latency_us() - r.injected_us, 600_000 + 120_000 - 8_500);
