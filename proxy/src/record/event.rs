@@ -2,7 +2,6 @@
 //! bounded queue it travels on: a send never waits; a full queue drops the
 //! event and counts it.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::Poll;
@@ -79,9 +78,6 @@ struct Shared {
     queue: ArrayQueue<Event>,
     /// The collector, when it waits for events.
     collector: AtomicWaker,
-    /// The collector, when it lets events gather ([`EventReceiver::gather`]): woken only by
-    /// the last sender's going, so that sends do not wake it.
-    gathering: AtomicWaker,
     /// Live senders: once the last is gone, the collector takes what is left and ends.
     senders: AtomicUsize,
     dropped: Arc<AtomicU64>,
@@ -93,7 +89,6 @@ impl EventSink {
         let shared = Arc::new(Shared {
             queue: ArrayQueue::new(capacity.max(1)),
             collector: AtomicWaker::new(),
-            gathering: AtomicWaker::new(),
             senders: AtomicUsize::new(1),
             dropped: Arc::default(),
         });
@@ -132,7 +127,6 @@ impl Drop for EventSink {
     fn drop(&mut self) {
         if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shared.collector.wake();
-            self.shared.gathering.wake();
         }
     }
 }
@@ -165,23 +159,6 @@ impl EventReceiver {
             Poll::Pending
         })
         .await
-    }
-
-    /// Lets events gather for `interval`, or until the last sender goes (so that the final
-    /// report waits for no interval): sends do not end it.
-    pub async fn gather(&mut self, interval: std::time::Duration) {
-        let mut sleep = std::pin::pin!(tokio::time::sleep(interval));
-        std::future::poll_fn(|cx| {
-            if sleep.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(());
-            }
-            self.shared.gathering.register(cx.waker());
-            if self.shared.senders.load(Ordering::Acquire) == 0 {
-                return Poll::Ready(());
-            }
-            Poll::Pending
-        })
-        .await;
     }
 
     fn take(&self, batch: &mut Vec<Event>, limit: usize) -> usize {
@@ -233,25 +210,5 @@ mod tests {
         drop(sink);
         let waited = tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await;
         assert_eq!(waited.expect("woken each time").expect("the waiter"), (1, 0));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn gathering_outlasts_sends_and_ends_when_the_last_sender_goes() {
-        let (sink, mut rx) = EventSink::channel(4);
-        let start = tokio::time::Instant::now();
-        let sender = tokio::spawn(async move {
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            sink.send(Event::Closed { conn_id: 1, at_us: 0 });
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            drop(sink);
-        });
-        rx.gather(std::time::Duration::from_secs(60)).await;
-        assert_eq!(start.elapsed(), std::time::Duration::from_secs(2), "ended by the last sender, not the send");
-        sender.await.expect("the sender");
-        let mut batch = Vec::new();
-        assert_eq!(rx.recv_many(&mut batch, 8).await, 1);
-        assert_eq!(rx.recv_many(&mut batch, 8).await, 0, "no sender left");
-        rx.gather(std::time::Duration::from_secs(60)).await;
-        assert_eq!(start.elapsed(), std::time::Duration::from_secs(2), "no sender: no gathering");
     }
 }
