@@ -13,19 +13,9 @@
 //!
 //! What keeps it cheap — a sidecar must not burn the CPU the application needs:
 //! - The window adapts as `haltpoll`'s does ([`Window`]): it grows when a sleep ended
-//!   soon after the window would have, shrinks when sleeps outlast the longest window. There
-//!   is one window for each thing a thread waits for ([`awaiting`]): the application's next
-//!   command and the server's answer, which come at unrelated paces (an application sending
-//!   100 queries a second to a server 50 µs away). In front of a database milliseconds away,
-//!   the long waits for answers close the answer's window, so it costs little where it
-//!   cannot help.
-//! - It polls for an answer only while the application's commands come back to back (the
-//!   client's window open). A poll costs as much CPU as it lasts, and caught, it saves a
-//!   sleep and a wake-up — less than the answer's tens of microseconds. Where the
-//!   application waits on each answer to send the next command, the latency saved is its
-//!   throughput; where it paces its commands milliseconds apart, polling would buy latency
-//!   with CPU on every query, and a sidecar's CPU is paid on every application host
-//!   (`scripts/bench.sh --cpu` races it against HAProxy's at paced rates).
+//!   soon after the window would have, shrinks when sleeps outlast the longest window. In
+//!   front of a database milliseconds away, the long waits for answers shrink it, so it
+//!   costs little where it cannot help.
 //! - It stands aside when the machine is crowded ([`Crowding`]): when work waits for a CPU
 //!   half the time or more, a polling thread would take a CPU from it. Read from the
 //!   kernel's pressure stall information (`/proc/pressure/cpu`: how long some task waited
@@ -61,8 +51,6 @@ use std::time::{Duration, Instant};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use tokio::runtime::RuntimeMetrics;
-
-use crate::protocol::Peer;
 
 /// Events taken per look: any one ends the poll, but each socket that had room again must
 /// go back to being watched for data only.
@@ -285,12 +273,7 @@ struct Poller {
     poll: Poll,
     events: Events,
     runtime: RuntimeMetrics,
-    /// How long to poll for the client's next command.
-    client: Window,
-    /// How long to poll for the server's answer.
-    upstream: Window,
-    /// What the current idle moment waits for (set before parking, read after).
-    awaited: Peer,
+    window: Window,
     crowding: Crowding,
     gauge: Gauge,
     sampled: Option<Instant>,
@@ -309,17 +292,6 @@ struct Poller {
 
 thread_local! {
     static POLLER: RefCell<Option<Poller>> = const { RefCell::new(None) };
-    /// What the connection task that last went idle on this thread waits for ([`awaiting`]).
-    static AWAITED: Cell<Peer> = const { Cell::new(Peer::Client) };
-}
-
-/// Tells this thread's poller what the connection going idle now waits for: `Upstream`
-/// while a command is unanswered, `Client` otherwise. Called as a connection's task
-/// returns pending, on every wake-up: a thread-local store. With several connections on a
-/// thread, the last to go idle speaks for the thread; those threads are busy, and polling
-/// then is mostly decided by [`Crowding`].
-pub(crate) fn awaiting(peer: Peer) {
-    AWAITED.with(|a| a.set(peer));
 }
 
 /// Makes the calling thread poll for up to `longest` before its runtime parks it; `0`
@@ -340,9 +312,7 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
         poll,
         events: Events::with_capacity(EVENTS),
         runtime,
-        client: Window::new(longest),
-        upstream: Window::new(longest),
-        awaited: Peer::Client,
+        window: Window::new(longest),
         crowding: Crowding::new(cpus),
         gauge: Gauge::open(),
         sampled: None,
@@ -427,11 +397,7 @@ pub(super) fn after_unpark() {
             && let Some(poller) = poller.as_mut()
             && let Some(since) = poller.idle_since.take()
         {
-            let idle = since.elapsed();
-            match poller.awaited {
-                Peer::Client => poller.client.idled(idle),
-                Peer::Upstream => poller.upstream.idled(idle),
-            }
+            poller.window.idled(since.elapsed());
         }
     });
 }
@@ -446,8 +412,7 @@ impl Poller {
             self.gauge.sample(start, &mut self.crowding);
             self.publish();
         }
-        self.awaited = AWAITED.with(Cell::get);
-        let window = self.window();
+        let window = self.window.get();
         if self.write_waited.replace(false) || window.is_zero() {
             // About to sleep: the shared counters cost nothing now.
             self.publish();
@@ -465,16 +430,6 @@ impl Poller {
             // About to sleep anyway: the shared counters cost nothing now.
             self.stats.idle_poll.missed.fetch_add(1, Ordering::Relaxed);
             self.publish();
-        }
-    }
-
-    /// How long to poll now, for what the thread waits for: the answer's window only while
-    /// the client's is open (the module doc says why).
-    fn window(&self) -> Duration {
-        match self.awaited {
-            Peer::Client => self.client.get(),
-            Peer::Upstream if self.client.get().is_zero() => Duration::ZERO,
-            Peer::Upstream => self.upstream.get(),
         }
     }
 
@@ -559,48 +514,6 @@ mod tests {
         assert_eq!(w.get(), Duration::ZERO, "below the first window: off");
         w.idled(2_000 * US);
         assert_eq!(w.get(), Duration::ZERO);
-    }
-
-    #[test]
-    fn the_answer_is_polled_for_only_while_the_client_comes_back_to_back() {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        install(100 * US, runtime.metrics(), Arc::default());
-        let window = |awaited: Peer| {
-            awaiting(awaited);
-            POLLER.with(|p| {
-                let mut p = p.borrow_mut();
-                let p = p.as_mut().unwrap();
-                p.awaited = AWAITED.with(Cell::get);
-                p.window()
-            })
-        };
-        let idled = |awaited: Peer, idle: Duration| {
-            POLLER.with(|p| {
-                let mut p = p.borrow_mut();
-                let p = p.as_mut().unwrap();
-                p.awaited = awaited;
-                p.idle_since = Some(Instant::now() - idle);
-            });
-            after_unpark();
-        };
-        // Answers 60 µs away, the next query 10 ms after each (100 queries a second).
-        for _ in 0..4 {
-            idled(Peer::Upstream, 60 * US);
-            idled(Peer::Client, 10_000 * US);
-        }
-        assert_eq!(window(Peer::Upstream), Duration::ZERO, "a paced client: no polling for the answer");
-        assert_eq!(window(Peer::Client), Duration::ZERO, "nor for the next query");
-        // Back to back: the next query 20 µs after each answer.
-        idled(Peer::Client, 20 * US);
-        assert_eq!(window(Peer::Client), 25 * US);
-        assert!(window(Peer::Upstream) >= 60 * US, "the answer's window learnt meanwhile");
-        // A server 2 ms away: its answer is not polled for, the next query still is.
-        for _ in 0..4 {
-            idled(Peer::Upstream, 2_000 * US);
-            idled(Peer::Client, 20 * US);
-        }
-        assert_eq!(window(Peer::Upstream), Duration::ZERO);
-        assert_eq!(window(Peer::Client), 25 * US);
     }
 
     #[test]
@@ -760,7 +673,7 @@ mod tests {
         POLLER.with(|p| {
             let mut p = p.borrow_mut();
             let p = p.as_mut().unwrap();
-            p.client.idled(10 * US); // the window open
+            p.window.idled(10 * US); // the window open
             p.crowding = Crowding::new(u32::MAX); // not crowded now
             // And no sample in this test, whatever else runs meanwhile.
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));

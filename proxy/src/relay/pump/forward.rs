@@ -14,7 +14,6 @@ use crate::protocol::{Direction, PacketScanner, Peer, Session};
 use crate::record::{Tap, now_us};
 use crate::relay::drain::DrainWatch;
 use crate::relay::error::RelayError;
-use crate::relay::idle_poll;
 use crate::relay::kills;
 use crate::relay::leg::Leg;
 use crate::relay::local::{self, LocalAnswers, LocalContext, LocalReply};
@@ -112,7 +111,6 @@ impl Pump<'_> {
                 || self.to_upstream.wants_read(self.session.accepts_commands())
                 || self.to_client.wants_read(true);
             if !another_turn {
-                idle_poll::awaiting(if self.session.is_idle() { Peer::Client } else { Peer::Upstream });
                 return Poll::Pending;
             }
             first_turn = false;
