@@ -86,6 +86,12 @@ pub struct Measurement {
     pub receive_buffer: u64,
     /// Time the pipe stood empty for less than a round trip between reads, µs: a window waiting for ACKs.
     pub idle_us: u64,
+    /// From the end of the sender's first recovery episode (its slow start's end, where loss
+    /// ended it) to the transfer's, µs: `duration_us` without one.
+    pub after_first_loss_us: u64,
+    /// Of `idle_us`, the time in `after_first_loss_us`: the pipe empty while the sender's
+    /// window was what loss left it, not still growing.
+    pub idle_after_first_loss_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
     /// Of `held_off_us`, the hold-offs after which the server's bytes still waited unread in
@@ -151,6 +157,8 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         advertised_window: 1 << 20,
         receive_buffer: 2 << 20,
         idle_us: 0,
+        after_first_loss_us: 100_000,
+        idle_after_first_loss_us: 0,
         held_off_us: 0,
         backlog_held_us: 0,
         window_after_hold: None,

@@ -78,6 +78,8 @@ pub struct Probe {
     ended_short: bool,
     /// When the loss counters were last read, µs.
     last_loss_us: Option<u64>,
+    /// The read `arrived` tells next filled rttscope's buffer ([`Tap::buffer_filled`]).
+    read_filled: bool,
 }
 
 impl Probe {
@@ -103,6 +105,7 @@ impl Probe {
             response_ended: false,
             ended_short: false,
             last_loss_us: None,
+            read_filled: false,
         }
     }
 
@@ -210,11 +213,19 @@ impl Tap for Probe {
             Direction::ToClient => released_us,
         };
         if direction == Direction::ToClient {
-            self.tracker.read(arrived_us, len as u64);
+            if std::mem::take(&mut self.read_filled) {
+                self.tracker.read_filling(arrived_us, len as u64);
+            } else {
+                self.tracker.read(arrived_us, len as u64);
+            }
             if released_us > arrived_us {
                 self.tracker.released(released_us);
             }
         }
+    }
+
+    fn buffer_filled(&mut self, direction: Direction) {
+        self.read_filled = direction == Direction::ToClient;
     }
 
     fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {

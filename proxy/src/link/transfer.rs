@@ -35,7 +35,10 @@ const UNDER_LOSS_BOUND: f64 = 0.835;
 /// A sender held to its Mathis bound on a faster path leaves the pipe empty at times; one
 /// that keeps a capped path full meets the bottleneck queue's drops at just its bound too. Over
 /// the emulator Reno under 0.5-2 % random loss left it empty 34-73 % of the time, Reno filling
-/// a 30 Mbit/s line (0.96-0.98 × its bound) 1-11 %: the link.
+/// a 30 Mbit/s line (0.96-0.98 × its bound) 1-11 %: the link. Counted after the sender's first
+/// recovery: before it, slow start's growing bursts leave any path empty at times (Reno on a
+/// clean 100 Mbit/s line at 20 ms: 23 % of 7.7 MiB, 44 % of slow start, 1-4 % after it; the
+/// loss cells 35-71 % after it), and not where a read found the bytes waiting for rttscope.
 const LOSS_IDLE_SHARE: f64 = 0.2;
 /// Holes this often — about one round trip in five or more — with the pipe empty at times are a
 /// loss-based sender that never kept a window the losses did not cut, whatever the Mathis
@@ -83,6 +86,10 @@ struct Transfer {
     /// Gaps that ended when a retransmission filled a hole, grouped into the sender's
     /// recovery episodes: the loss events.
     stalls: Stalls,
+    /// When the sender's first recovery episode ended (its latest stall so far), µs, and the
+    /// idle time counted by then: before it, slow start's growing window left the pipe empty
+    /// at times on any path; only the idle time after it tells a window loss kept cutting.
+    first_recovery: Option<(u64, u64)>,
     /// A silence as long as a retransmission timeout, until what follows it tells what it was.
     silence: Option<Silence>,
     /// The socket's loss counters when the response started.
@@ -128,6 +135,21 @@ impl Transfer {
         if self.max_mss > 0 { u64::from(self.max_mss) } else { 1448 }
     }
 
+    /// A stall from `start_us` to `end_us`, `counted_us` of it charged to recovery.
+    fn stall(&mut self, start_us: u64, end_us: u64, counted_us: u64, timeout: bool, rtt_us: u64) {
+        self.stalls.add(start_us, end_us, counted_us, timeout, rtt_us);
+        if self.stalls.episodes.count == 1 {
+            self.first_recovery = Some((end_us, self.idle_us));
+        }
+    }
+
+    /// The time from the end of the sender's first recovery to `end_us`, and the idle time
+    /// in it, µs; the whole transfer's if there was none.
+    fn after_first_recovery(&self, end_us: u64) -> (u64, u64) {
+        let (since_us, idle_before) = self.first_recovery.unwrap_or((self.first_us, 0));
+        (end_us.saturating_sub(since_us).max(1), self.idle_us.saturating_sub(idle_before))
+    }
+
     /// The pending timeout-long silence, once judged: a retransmission timeout (loss) or the
     /// server pausing.
     fn settle(&mut self, verdict: Verdict, rtt_us: u64) {
@@ -135,7 +157,7 @@ impl Transfer {
         let gap = s.end_us - s.start_us;
         match verdict {
             Verdict::Open => return,
-            Verdict::Timeout => self.stalls.add(s.start_us, s.end_us, gap, true, rtt_us),
+            Verdict::Timeout => self.stall(s.start_us, s.end_us, gap, true, rtt_us),
             Verdict::Pause => {
                 self.server_pause_us += gap;
                 self.server_pauses += 1;
@@ -149,7 +171,8 @@ impl Transfer {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Gap {
     Idle,
-    /// 1.5-3 RTT: counted as nothing.
+    /// 1.5-3 RTT, or ended by a read that filled rttscope's buffer (the bytes waited for
+    /// rttscope, the pipe was not seen empty): counted as nothing.
     Uncounted,
     Pause,
     /// As long as a retransmission timeout: a hole filled makes it one; else [`Silence`] judges.
@@ -251,8 +274,19 @@ impl TransferTracker {
         });
     }
 
-    /// `bytes` from upstream arrived at `now_us`.
+    /// `bytes` from upstream arrived at `now_us`: all the socket had.
     pub fn read(&mut self, now_us: u64, bytes: u64) {
+        self.read_of(now_us, bytes, false);
+    }
+
+    /// `bytes` from upstream arrived at `now_us`, filling rttscope's buffer: more had arrived
+    /// than it took, so the gap before was rttscope late to read, not the pipe standing empty
+    /// (on a busy machine, what made a clean line's reads look like a window's bursts).
+    pub fn read_filling(&mut self, now_us: u64, bytes: u64) {
+        self.read_of(now_us, bytes, true);
+    }
+
+    fn read_of(&mut self, now_us: u64, bytes: u64, filled: bool) {
         let (idle_threshold, blocked) = (self.idle_threshold_us(), self.blocked_since.is_some());
         let rtt = u64::from(self.min_rtt_us);
         let dropped = self.latest.and_then(|c| c.dropped);
@@ -271,12 +305,12 @@ impl TransferTracker {
             t.last_read_us = now_us;
             return;
         }
-        self.gap(now_us, gap, bytes);
+        self.gap(now_us, gap, bytes, filled);
     }
 
     /// A read of `bytes` after a gap of `gap` µs, at least the idle threshold, not held off by
-    /// the client.
-    fn gap(&mut self, now_us: u64, gap: u64, bytes: u64) {
+    /// the client; `filled`: the read filled rttscope's buffer.
+    fn gap(&mut self, now_us: u64, gap: u64, bytes: u64, filled: bool) {
         let (stall_threshold, pause_threshold) = (self.stall_threshold_us(), self.pause_threshold_us());
         let timeout = gap >= pause_threshold && self.lasted_a_timeout(gap);
         self.timeout_gaps = self.timeout_gaps.wrapping_add(u32::from(timeout));
@@ -292,7 +326,7 @@ impl TransferTracker {
                 t.server_pause_us += gap;
                 t.server_pauses += 1;
                 Gap::Pause
-            } else if gap < stall_threshold {
+            } else if gap < stall_threshold && !filled {
                 t.idle_us += gap;
                 Gap::Idle
             } else {
@@ -407,7 +441,7 @@ impl TransferTracker {
                     Gap::Uncounted | Gap::Timeout => gap,
                 };
                 t.silence = None;
-                t.stalls.add(t.last_read_us - gap, t.last_read_us, stall, kind == Gap::Timeout, rtt);
+                t.stall(t.last_read_us - gap, t.last_read_us, stall, kind == Gap::Timeout, rtt);
             }
             if let Some(silence) = t.silence {
                 let verdict = silence.at_reading(t.last_read_us, s.dropped, rtt, t.mss());
@@ -477,7 +511,8 @@ impl TransferTracker {
             loss.loss_limited_throughput.is_some_and(|b| (throughput as f64) < b as f64 * UNDER_LOSS_BOUND);
         // The sender's window was what loss left it — at the Mathis bound, or cut every few
         // round trips however far above it — and the pipe stood empty at times.
-        let pipe_emptied = share(t.idle_us) >= LOSS_IDLE_SHARE;
+        let (after_first_loss_us, idle_after_first_loss_us) = t.after_first_recovery(end_us);
+        let pipe_emptied = idle_after_first_loss_us as f64 / after_first_loss_us as f64 >= LOSS_IDLE_SHARE;
         let loss_paced = !under_loss_bound && pipe_emptied && (loss_binds || (above_bound && frequent_loss));
         let our_window_could_bind =
             at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
@@ -517,6 +552,8 @@ impl TransferTracker {
             advertised_window: u64::from(t.max_window),
             receive_buffer: u64::from(t.max_rcvbuf),
             idle_us: t.idle_us,
+            after_first_loss_us,
+            idle_after_first_loss_us,
             held_off_us: t.blocked_us,
             backlog_held_us: t.backlog_held_us,
             window_after_hold: t.window_after_hold.map(u64::from),
@@ -552,6 +589,8 @@ impl TransferTracker {
             advertised_window: 0,
             receive_buffer: 0,
             idle_us: 0,
+            after_first_loss_us: s.time_us,
+            idle_after_first_loss_us: 0,
             held_off_us: 0,
             backlog_held_us: 0,
             window_after_hold: None,

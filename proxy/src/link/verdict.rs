@@ -253,7 +253,7 @@ fn above_bound_words(m: &Measurement) -> String {
     format!(
         ", above the bound but with a loss event every {:.1} round trips and the pipe empty {:.0}% of the time between them: the losses kept cutting the window before it filled the path",
         rtts / f64::from(l.recovery_episodes),
-        100.0 * m.idle_us as f64 / m.duration_us.max(1) as f64
+        100.0 * m.idle_after_first_loss_us as f64 / m.after_first_loss_us.max(1) as f64
     )
 }
 
@@ -356,7 +356,8 @@ mod tests {
     fn loss_above_its_bound_says_why_it_is_still_the_limit() {
         let mut links = Links::new(Sysctls::default(), Expected::default());
         let mut m = measurement(LinkLimit::Loss);
-        // 20 holes in 100 round trips of 1 ms, the pipe half empty, 3 × the bound.
+        // 20 holes in 100 round trips of 1 ms, 3 × the bound, the pipe half empty after the
+        // first loss (less over the whole transfer, slow start's first 20 ms with it).
         m.loss = Loss::from_transfer(
             &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
             &crate::link::loss::Stalls::apart(20, 30_000),
@@ -364,7 +365,8 @@ mod tests {
             1_000,
         );
         m.throughput = 3 * m.loss.loss_limited_throughput.unwrap();
-        m.idle_us = 50_000;
+        m.idle_us = 45_000;
+        (m.after_first_loss_us, m.idle_after_first_loss_us) = (80_000, 40_000);
         let words = links.add(1, 0, m).summary.clone();
         assert!(
             words.ends_with("above the bound but with a loss event every 5.0 round trips and the pipe empty 50% of the time between them: the losses kept cutting the window before it filled the path"),

@@ -24,6 +24,9 @@ pub trait Tap: Observer {
     /// emulated link's bytes filled rttscope's buffer: time the link added (its sender's
     /// window closed meanwhile), beyond what those bytes are held.
     fn line_stalled(&mut self, _direction: Direction, _stalled_us: u64) {}
+    /// The read `arrived` tells next filled rttscope's buffer: bytes had waited in the
+    /// socket for rttscope, so the time since the read before was not the path standing empty.
+    fn buffer_filled(&mut self, _direction: Direction) {}
     /// Bytes an emulated link held went out `late_us` after the moment they were due: its
     /// timers' and the relay's own lateness (a busy machine), time the link added beyond its
     /// settings; then `peer_us` more because the peer was not taking them (a client reading
@@ -113,6 +116,11 @@ impl<T: Tap> Tap for Option<T> {
             t.line_stalled(direction, stalled_us);
         }
     }
+    fn buffer_filled(&mut self, direction: Direction) {
+        if let Some(t) = self {
+            t.buffer_filled(direction);
+        }
+    }
     fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
         if let Some(t) = self {
             t.released_late(direction, late_us, peer_us);
@@ -175,6 +183,9 @@ macro_rules! tell_each {
             }
             fn line_stalled(&mut self, direction: $crate::protocol::Direction, stalled_us: u64) {
                 $($crate::record::Tap::line_stalled(&mut self.$i, direction, stalled_us);)+
+            }
+            fn buffer_filled(&mut self, direction: $crate::protocol::Direction) {
+                $($crate::record::Tap::buffer_filled(&mut self.$i, direction);)+
             }
             fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: u64, peer_us: u64) {
                 $($crate::record::Tap::released_late(&mut self.$i, direction, late_us, peer_us);)+

@@ -141,6 +141,9 @@ pub(super) struct Fresh {
     /// How long reading had waited before this read because the emulated link's bytes
     /// filled the buffer, µs: time the link added besides `released_us - arrived_us`.
     pub stalled_us: u64,
+    /// The read stopped because the buffer was full, not because the socket was empty: more
+    /// had arrived than rttscope took, so it waited in the socket for rttscope.
+    pub filled: bool,
 }
 
 impl HalfPipe {
@@ -255,7 +258,7 @@ impl HalfPipe {
         self.buf[..bytes.len()].copy_from_slice(bytes);
         (self.start, self.end) = (0, bytes.len());
         let now = now_us();
-        Some(Fresh { range: 0..bytes.len(), arrived_us: now, released_us: now, stalled_us: 0 })
+        Some(Fresh { range: 0..bytes.len(), arrived_us: now, released_us: now, stalled_us: 0, filled: false })
     }
 
     /// The task was woken: the read is polled again if it was armed and is what woke it
@@ -358,7 +361,8 @@ impl HalfPipe {
                 (arrived_us, arrived_us, 0)
             }
         };
-        Ok(Some(Fresh { range: start..self.end, arrived_us, released_us, stalled_us }))
+        let filled = self.end == self.buf.len();
+        Ok(Some(Fresh { range: start..self.end, arrived_us, released_us, stalled_us, filled }))
     }
 
     /// Whether this side could read and its waker is not registered: the pump must turn

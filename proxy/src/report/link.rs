@@ -39,6 +39,13 @@ pub struct LinkReport {
     /// Time the pipe stood empty between reads for less than a round trip (a window's bursts and
     /// silences), µs; hold-offs and loss stalls not counted.
     pub idle_us: u64,
+    /// From the end of the server's first loss recovery (where loss ended its slow start) to
+    /// the transfer's end, µs: `duration_us` without one.
+    #[serde(default)]
+    pub after_first_loss_us: u64,
+    /// Of `idle_us`, the time in `after_first_loss_us`, µs.
+    #[serde(default)]
+    pub idle_after_first_loss_us: u64,
     /// Time rttscope stopped reading upstream because the client lagged.
     pub held_off_us: u64,
     /// Of it, hold-offs after which the server's bytes still waited unread in rttscope's
@@ -109,6 +116,8 @@ impl From<&LinkVerdict> for LinkReport {
             advertised_window: m.advertised_window,
             receive_buffer: m.receive_buffer,
             idle_us: m.idle_us,
+            after_first_loss_us: m.after_first_loss_us,
+            idle_after_first_loss_us: m.idle_after_first_loss_us,
             held_off_us: m.held_off_us,
             backlog_held_us: m.backlog_held_us,
             window_after_hold: m.window_after_hold,

@@ -659,3 +659,85 @@ fn a_window_at_082_of_the_bound_is_still_the_window_then_loss() {
     assert!((0.81..0.835).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Sender, Some(LinkLimit::Loss)), "{m:?}");
 }
+
+/// A reading after each gap, as the probe takes one: `ooo` segments out of order so far.
+fn read_and_sample(t: &mut TransferTracker, now: u64, segments: u32, ooo: u32) {
+    t.read(now, 32_768);
+    if t.wants_sample() {
+        counters(t, segments, ooo, 14 << 20);
+    }
+}
+
+#[test]
+fn slow_starts_silences_before_the_first_loss_are_not_losss() {
+    // CI's link_loss_senders, Reno on a clean 100 Mbit/s line at 20 ms: 7.7 MiB in 37.7 round
+    // trips, slow start overflowing the bottleneck queue (706 packets dropped), 10 stalls in
+    // 4 recovery episodes right after it, then a full pipe: the pipe empty 23 % of the time
+    // (slow start's growing bursts), 3.2 × the Mathis bound — named `loss`, as if every
+    // recovery had cut a window that never filled the path. Here slow start's bursts grow
+    // over 10 round trips, four recoveries follow, then the line runs full.
+    let mut t = tracker();
+    t.response_started(0);
+    let (mut now, mut segments, mut ooo) = (0, 0, 0);
+    for reads in [1, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5, 6] {
+        for i in 0..reads {
+            segments += 22;
+            read_and_sample(&mut t, now + 500 + i * 2_600, segments, ooo);
+        }
+        now += 20_000;
+    }
+    // Four episodes: a hole filled after a round trip and more, the next ones sooner.
+    for stalls in [3, 3, 2, 2] {
+        for stall in 0..stalls {
+            now += if stall == 0 { 25_000 } else { 12_000 };
+            segments += 22;
+            ooo += 10;
+            read_and_sample(&mut t, now, segments, ooo);
+            for _ in 0..2 {
+                now += 2_600;
+                segments += 22;
+                read_and_sample(&mut t, now, segments, ooo);
+            }
+        }
+        for _ in 0..16 {
+            now += 2_600;
+            segments += 22;
+            read_and_sample(&mut t, now, segments, ooo);
+        }
+    }
+    for _ in 0..100 {
+        now += 2_600;
+        segments += 22;
+        read_and_sample(&mut t, now, segments, ooo);
+    }
+    counters(&mut t, segments, ooo, 14 << 20);
+    let m = t.finished(now, u64::from(segments) * 1448, 1, now).unwrap();
+    let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
+    let idle = m.idle_us as f64 / m.duration_us as f64;
+    assert!(m.loss.recovery_stalls == 10 && m.loss.recovery_episodes == 4 && ratio > 2.0, "{ratio} {m:?}");
+    assert!(idle > 0.2 && m.idle_after_first_loss_us < m.after_first_loss_us / 20, "{idle} {m:?}");
+    assert_eq!((m.limit, m.secondary), (LinkLimit::Link, None), "{m:?}");
+}
+
+#[test]
+fn a_full_line_read_late_by_a_busy_rttscope_is_not_a_window() {
+    // link_loss_senders' clean 100 Mbit/s line on a machine busy elsewhere: rttscope's reads
+    // came late, after gaps of several milliseconds that a window's silences also make, but
+    // each such read filled its buffer — the bytes had waited in the socket, the pipe had not
+    // stood empty. Here every fourth read comes 10 ms after the one before and fills it.
+    let mut t = tracker();
+    t.response_started(0);
+    let mut now = 0;
+    for i in 1..=400u64 {
+        if i % 4 == 0 {
+            now += 10_000;
+            t.read_filling(now, 32_768);
+        } else {
+            now += 2_600;
+            t.read(now, 32_768);
+        }
+    }
+    window(&mut t, 3 << 20, 6 << 20);
+    let m = t.finished(now, 400 * 32_768, 1, now).unwrap();
+    assert_eq!((m.limit, m.idle_us), (LinkLimit::Link, 0), "{m:?}");
+}

@@ -400,6 +400,9 @@ fn see_upstream(to_client: &mut HalfPipe, fresh: &Fresh, session: &mut Session, 
     if fresh.stalled_us > 0 {
         tap.line_stalled(Direction::ToClient, fresh.stalled_us);
     }
+    if fresh.filled {
+        tap.buffer_filled(Direction::ToClient);
+    }
     tap.arrived(Direction::ToClient, fresh.arrived_us, fresh.released_us, fresh.range.len());
     let boundary = if renumber {
         to_client.scan_mut(fresh, |scanner, bytes| {
