@@ -101,11 +101,13 @@ pub struct Plan {
     pub large_rows: u32,
     /// The RTT of the rehearsal run, projected onto every cell too.
     pub rehearsal_ms: u64,
+    /// Runs of each workload over each link, taken in turn; every figure is their median.
+    pub runs: u32,
 }
 
 impl Plan {
-    /// `only`: the workloads to run (empty: all of them).
-    pub fn new(quick: bool, only: &[Workload]) -> Plan {
+    /// `only`: the workloads to run (empty: all of them); `runs`: of each, over each link.
+    pub fn new(quick: bool, only: &[Workload], runs: u32) -> Plan {
         let rtts: &[u64] = if quick { &[5, 20] } else { &[1, 5, 20, 80] };
         let cells = rtts.iter().flat_map(|&rtt_ms| [None, Some(34)].map(|mbit| Cell { rtt_ms, mbit })).collect();
         Plan {
@@ -114,6 +116,7 @@ impl Plan {
             repeats: if quick { 20 } else { 60 },
             large_rows: if quick { 4_000 } else { 40_000 },
             rehearsal_ms: 15,
+            runs: runs.max(1),
         }
     }
 }
@@ -122,8 +125,10 @@ impl Plan {
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
     pub workload: Workload,
-    /// Measured wall time in commands per cell, µs.
+    /// Measured wall time in commands per cell, µs: the median of the runs.
     pub measured_us: Vec<u64>,
+    /// The fastest and slowest run measured per cell, µs: how far one run is from the next.
+    pub measured_range_us: Vec<(u64, u64)>,
     /// Projected from the plain run, µs.
     pub from_plain_us: Vec<u64>,
     /// Projected from the rehearsal, µs.
@@ -158,25 +163,46 @@ pub async fn run(plan: &Plan) -> Result<Vec<Row>> {
     prepare(db, plan).await?;
     let mut rows = Vec::new();
     for &workload in &plan.workloads {
-        eprintln!("whatif: {}", workload.name());
-        let plain = recorded(plan, workload, None).await?;
-        let rehearsal = recorded(plan, workload, Some(Cell { rtt_ms: plan.rehearsal_ms, mbit: None })).await?;
-        let mut measured_us = Vec::new();
-        for cell in &plan.cells {
-            measured_us.push(recorded(plan, workload, Some(*cell)).await?.totals.busy_us);
+        let (mut plains, mut rehearsals) = (Vec::new(), Vec::new());
+        let mut measured: Vec<Vec<u64>> = vec![Vec::new(); plan.cells.len()];
+        // Run after run over every link in turn, so that a busy spell of the machine falls on
+        // one run of several cells rather than on every run of one.
+        for run in 1..=plan.runs {
+            eprintln!("whatif: {}, run {run}/{}", workload.name(), plan.runs);
+            plains.push(recorded(plan, workload, None).await?);
+            rehearsals.push(recorded(plan, workload, Some(Cell { rtt_ms: plan.rehearsal_ms, mbit: None })).await?);
+            for (cell, runs) in plan.cells.iter().zip(&mut measured) {
+                runs.push(recorded(plan, workload, Some(*cell)).await?.totals.busy_us);
+            }
         }
-        let projected = |r: &Report| r.what_if.iter().map(|w| w.recording.projected_us).collect::<Vec<_>>();
+        let projected = |reports: &[Report]| {
+            let per_cell =
+                |i: usize| median_us(reports.iter().map(|r| r.what_if.get(i).map_or(0, |w| w.recording.projected_us)));
+            (0..plan.cells.len()).map(per_cell).collect::<Vec<_>>()
+        };
         rows.push(Row {
             workload,
-            measured_us,
-            from_plain_us: projected(&plain),
-            from_rehearsal_us: projected(&rehearsal),
-            plain_busy_us: plain.totals.busy_us,
-            rehearsal_busy_us: rehearsal.totals.busy_us,
-            rehearsal_injected_us: rehearsal.totals.injected_us,
+            measured_us: measured.iter().map(|runs| median_us(runs.iter().copied())).collect(),
+            measured_range_us: measured.iter().map(|runs| min_max(runs)).collect(),
+            from_plain_us: projected(&plains),
+            from_rehearsal_us: projected(&rehearsals),
+            plain_busy_us: median_us(plains.iter().map(|r| r.totals.busy_us)),
+            rehearsal_busy_us: median_us(rehearsals.iter().map(|r| r.totals.busy_us)),
+            rehearsal_injected_us: median_us(rehearsals.iter().map(|r| r.totals.injected_us)),
         });
     }
     Ok(rows)
+}
+
+/// The median of some runs' figures, µs.
+fn median_us(values: impl Iterator<Item = u64>) -> u64 {
+    let values: Vec<f64> = values.map(|v| v as f64).collect();
+    median(&values).map_or(0, |m| m.round() as u64)
+}
+
+fn min_max(values: &[u64]) -> (u64, u64) {
+    let min = values.iter().copied().min().unwrap_or(0);
+    (min, values.iter().copied().max().unwrap_or(0))
 }
 
 /// The workload through a fresh rttscope over `link` (none: the plain path), projected onto
@@ -350,7 +376,14 @@ pub fn markdown(plan: &Plan, rows: &[Row]) -> String {
             ));
         }
     }
-    out.push_str("\nMeasured (wall time in commands, the workload over each emulated link):\n\n| workload |");
+    out.push_str(&format!(
+        "\nMeasured (wall time in commands, the workload over each emulated link{}):\n\n| workload |",
+        if plan.runs > 1 {
+            format!("; the median of {} runs, fastest–slowest below it", plan.runs)
+        } else {
+            String::new()
+        }
+    ));
     for cell in &plan.cells {
         out.push_str(&format!(" {} |", cell.name()));
     }
@@ -359,8 +392,12 @@ pub fn markdown(plan: &Plan, rows: &[Row]) -> String {
     out.push('\n');
     for row in rows {
         out.push_str(&format!("| {} |", row.workload.name()));
-        for m in &row.measured_us {
-            out.push_str(&format!(" {} |", rttscope::human::us(*m)));
+        for (m, (fastest, slowest)) in row.measured_us.iter().zip(&row.measured_range_us) {
+            out.push_str(&format!(" {}", rttscope::human::us(*m)));
+            if plan.runs > 1 {
+                out.push_str(&format!(" ({}–{})", rttscope::human::us(*fastest), rttscope::human::us(*slowest)));
+            }
+            out.push_str(" |");
         }
         out.push('\n');
     }

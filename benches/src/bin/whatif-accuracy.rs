@@ -16,11 +16,16 @@ struct Args {
     /// Only these workloads (comma-separated), e.g. `--only large-read` to re-run its cells.
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Workload>,
+    /// Runs of each workload over each link, taken in turn; the table shows their medians and
+    /// each measured cell's fastest and slowest run. One run of the large read can be half
+    /// another's on a shared machine: `--only large-read --runs 5` checks it.
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let plan = Plan::new(args.quick, &args.only);
+    let plan = Plan::new(args.quick, &args.only, args.runs);
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
