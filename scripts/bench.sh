@@ -40,12 +40,13 @@ if [ "${1:-}" = "--confusion" ]; then
 fi
 
 # `scripts/bench.sh --whatif [--quick]` runs the what-if accuracy suite instead: rttscope's
-# projections against runs measured over emulated links (whatif-accuracy --help). Built like
-# the tests (the dev profile): it checks a model, not a speed.
+# projections against runs measured over emulated links (whatif-accuracy --help). Built for
+# release: the measured runs stand for a far link, and in a dev build the emulated link's own
+# CPU (a 40 MB read's 1,300 chunks through the delay line) slowed them by 10-40 ms.
 if [ "${1:-}" = "--whatif" ]; then
   shift
   echo "==> running the what-if accuracy suite" >&2
-  exec cargo run --quiet -p rttscope-benches --bin whatif-accuracy -- "$@"
+  exec cargo run --release --quiet -p rttscope-benches --bin whatif-accuracy -- "$@"
 fi
 
 # The bench's own tools, kept out of install-deps.sh so the tests' dependencies stay lean:
