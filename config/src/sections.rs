@@ -269,7 +269,9 @@ pub struct RecordConfig {
     pub max_fingerprints: usize,
     /// Capacity of the bounded event queue between the relay and the recorder. When it is
     /// full, events are dropped and counted, never waited for. Allocated at start, 32 bytes
-    /// an event (2 MiB at the default). At least 1024. Default `65536`.
+    /// an event (2 MiB at the default). The recorder empties it every 10 ms, and at low
+    /// rates up to every 100 ms; a reader of the recording (a report, `/metrics`,
+    /// `SHOW RTTSCOPE`) empties it first. At least 1024. Default `65536`.
     pub event_queue: usize,
     /// SQL text captured per command for fingerprinting; longer statements are cut here.
     /// `1KiB` to `16MiB`. Default `64KiB`.

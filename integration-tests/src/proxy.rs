@@ -118,6 +118,7 @@ impl TestProxy {
     pub fn wait_for<T>(&self, what: &str, check: impl Fn(&Aggregates) -> Option<T>) -> T {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         loop {
+            self.state.catch_up.now();
             if let Some(found) = check(&self.state.recording.lock().expect("recording lock").cumulative()) {
                 return found;
             }

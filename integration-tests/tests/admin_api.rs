@@ -9,6 +9,7 @@ use mysql_async::Conn;
 use mysql_async::prelude::*;
 use rttscope::cli::admin_client as client;
 use rttscope::report::Report;
+use rttscope_integration_tests::legs::samples;
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use rttscope_integration_tests::process::rttscope_binary;
 use rttscope_integration_tests::proxy::{TestProxy, test_config};
@@ -155,4 +156,31 @@ async fn report_subcommand_reads_a_live_admin_api() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("select ?") && text.contains("to first byte"), "{text}");
+}
+
+/// `/report` and `/metrics` count every command answered before they were asked, however
+/// long the collector lets events gather at a paced client's rate (up to 100 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_count_every_command_answered_before_they_asked() {
+    const QUERIES: u64 = 40;
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    paced(&mut conn, QUERIES).await;
+    let report: Report = serde_json::from_str(&admin_get(&proxy, "/report")).expect("a JSON report");
+    let probe = report.queries.iter().find(|q| q.fingerprint == "select ? + ? as paced_probe");
+    assert_eq!(probe.map(|q| q.count), Some(QUERIES), "/report right after the last");
+
+    paced(&mut conn, QUERIES).await;
+    let metrics = admin_get(&proxy, "/metrics");
+    let queries = samples(&metrics, "rttscope_commands_total").get("command=\"COM_QUERY\"").copied();
+    // The connection's own queries on connecting count too.
+    assert!(queries.is_some_and(|n| n >= (2 * QUERIES) as f64), "/metrics right after the last: {queries:?}");
+}
+
+/// `queries` selects, 10 ms apart (100 a second).
+async fn paced(conn: &mut Conn, queries: u64) {
+    for i in 0..queries {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let _: Option<u64> = conn.query_first(format!("SELECT {i} + 0 AS paced_probe")).await.unwrap();
+    }
 }

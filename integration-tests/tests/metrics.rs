@@ -226,6 +226,32 @@ async fn buffer_bytes_gauge_follows_open_connections() {
     assert!(samples(&text, "rttscope_heap_free_bytes").contains_key(""), "heap kept free");
 }
 
+/// `relay.idle_poll` in front of an application pacing its queries milliseconds apart: the
+/// connection thread polls neither for its next query nor, since the queries are not back to
+/// back, for the server's answers — polling would buy latency with CPU on every query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_queries_are_not_polled_for() {
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    const QUERIES: usize = 80;
+    for _ in 0..QUERIES {
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        conn.query_drop("DO 1").await.unwrap();
+    }
+    // Counts reach the metrics at a thread's next park at the latest: these ones.
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(3)).await;
+        conn.query_drop("DO 1").await.unwrap();
+    }
+    let text = scrape(&proxy);
+    conn.disconnect().await.unwrap();
+    let outcomes = by_label(&text, "rttscope_idle_polls_total", "outcome");
+    // Polled, or would have been but for a crowded machine: the idle moments with a window
+    // open. The connection's first exchanges come back to back and may open one.
+    let polled = outcomes["caught"] + outcomes["missed"] + outcomes["crowded"];
+    assert!(polled < (QUERIES / 8) as f64, "{QUERIES} queries 3 ms apart: {outcomes:?}");
+}
+
 /// `relay.idle_poll`: through a client's back-to-back queries the connection threads poll
 /// (or, on a crowded machine, count the idle moments they did not poll), and the metrics
 /// say so; at `0` they never poll.

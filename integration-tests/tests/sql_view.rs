@@ -66,6 +66,27 @@ async fn show_statements_answers_with_rows_a_driver_reads() {
     assert_eq!(q.rows_sum, rows.len() as u64);
 }
 
+/// `SHOW RTTSCOPE STATEMENTS` counts every command answered before it, however long the
+/// collector lets events gather at a paced client's rate (up to 100 ms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_statements_counts_every_command_before_it() {
+    const QUERIES: u64 = 40;
+    let proxy = TestProxy::start();
+    let mut conn = connect(&proxy).await;
+    for i in 0..QUERIES {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let _: Option<u64> = conn.query_first(format!("SELECT {i} + 0 AS paced_probe")).await.unwrap();
+    }
+    let rows: Vec<(String, u64)> = conn
+        .query_map("show rttscope statements", |row: mysql_async::Row| {
+            (row.get::<String, _>("statement").unwrap(), row.get::<u64, _>("calls").unwrap())
+        })
+        .await
+        .expect("mysql_async reads the answer");
+    let probe = rows.iter().find(|r| r.0 == "select ? + ? as paced_probe");
+    assert_eq!(probe.map(|r| r.1), Some(QUERIES), "{rows:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cli_shows_every_table_plain_and_compressed() {
     let mut config = test_config();

@@ -226,9 +226,15 @@ impl Rttscope {
         let service_env = std::env::var("OTEL_SERVICE_NAME").ok();
         let metrics =
             admin::collectors::Metrics::new(sources, config.metrics.service.as_deref(), service_env.as_deref());
+        let mut collector = Collector::new(rx, recording.clone());
+        let emulation = inject.clone();
+        collector.add_consumer(Box::new(FindingsConsumer::new(findings.clone(), move || {
+            Emulated::of(&emulation.current())
+        })));
         let state = Arc::new(AdminState {
             config: config.clone(),
-            recording: recording.clone(),
+            recording,
+            catch_up: collector.catch_up(),
             findings: findings.clone(),
             links: links.clone(),
             inject,
@@ -241,9 +247,6 @@ impl Rttscope {
         if config.sql_view.enabled {
             proxy.answer_locally(Arc::new(SqlView::new(state.clone(), config.sql_view)));
         }
-        let mut collector = Collector::new(rx, recording);
-        let emulation = state.inject.clone();
-        collector.add_consumer(Box::new(FindingsConsumer::new(findings, move || Emulated::of(&emulation.current()))));
         Ok(Rttscope { config, proxy, admin, collector, link_events, state })
     }
 

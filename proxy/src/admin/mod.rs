@@ -33,7 +33,7 @@ use crate::inject::InjectControl;
 use crate::link::Links;
 use crate::live::{Legs, LiveLink, LiveRegistry};
 use crate::protocol::constants::command;
-use crate::record::{Recording, WindowError, micros};
+use crate::record::{CatchUp, Recording, WindowError, micros};
 use crate::relay::RelayStats;
 use crate::report::{self, Extras, Report};
 use crate::sync::locked;
@@ -45,6 +45,9 @@ pub struct AdminState {
     /// What the collector recorded since start or the last `POST /reset`, cumulative and in
     /// rolling-window slots, shared with it under this lock.
     pub recording: Arc<Mutex<Recording>>,
+    /// Applies what the collector has not yet: every reader here catches up first, so that
+    /// what it reads includes every command that ended before it asked.
+    pub catch_up: CatchUp,
     /// The findings engine the collector feeds: reports take their findings from it, `POST /reset`
     /// clears it.
     pub findings: Arc<Mutex<FindingsEngine>>,
@@ -67,7 +70,9 @@ pub struct AdminState {
 }
 
 impl AdminState {
+    /// The recording, with every queued event applied ([`CatchUp`]).
     fn recording(&self) -> MutexGuard<'_, Recording> {
+        self.catch_up.now();
         // A panic while holding the lock would be a bug in the collector;
         // the data is still the best we have, so keep serving it.
         locked(&self.recording)
@@ -108,6 +113,7 @@ impl AdminState {
 
     /// The Prometheus exposition.
     pub fn metrics(&self) -> String {
+        self.catch_up.now();
         self.metrics.encode()
     }
 

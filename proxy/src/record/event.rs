@@ -2,6 +2,7 @@
 //! bounded queue it travels on: a send never waits; a full queue drops the
 //! event and counts it.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::Poll;
@@ -78,6 +79,9 @@ struct Shared {
     queue: ArrayQueue<Event>,
     /// The collector, when it waits for events.
     collector: AtomicWaker,
+    /// The collector, when it lets events gather ([`EventReceiver::gather`]): woken only by
+    /// the last sender's going, so that sends do not wake it.
+    gathering: AtomicWaker,
     /// Live senders: once the last is gone, the collector takes what is left and ends.
     senders: AtomicUsize,
     dropped: Arc<AtomicU64>,
@@ -89,6 +93,7 @@ impl EventSink {
         let shared = Arc::new(Shared {
             queue: ArrayQueue::new(capacity.max(1)),
             collector: AtomicWaker::new(),
+            gathering: AtomicWaker::new(),
             senders: AtomicUsize::new(1),
             dropped: Arc::default(),
         });
@@ -127,6 +132,7 @@ impl Drop for EventSink {
     fn drop(&mut self) {
         if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.shared.collector.wake();
+            self.shared.gathering.wake();
         }
     }
 }
@@ -161,7 +167,59 @@ impl EventReceiver {
         .await
     }
 
-    fn take(&self, batch: &mut Vec<Event>, limit: usize) -> usize {
+    /// Lets events gather for `interval`, or until the last sender goes (so that the final
+    /// report waits for no interval): sends do not end it.
+    pub async fn gather(&self, interval: std::time::Duration) {
+        let mut sleep = std::pin::pin!(tokio::time::sleep(interval));
+        std::future::poll_fn(|cx| {
+            if sleep.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+            self.shared.gathering.register(cx.waker());
+            if self.shared.senders.load(Ordering::Acquire) == 0 {
+                return Poll::Ready(());
+            }
+            Poll::Pending
+        })
+        .await;
+    }
+
+    /// Waits until events are queued: true, or false once every sender is gone and nothing
+    /// is left. Takes none: the collector takes them under its lock ([`EventReceiver::take`]),
+    /// where a reader catching up takes them too.
+    pub async fn ready(&self) -> bool {
+        std::future::poll_fn(|cx| {
+            if !self.shared.queue.is_empty() {
+                return Poll::Ready(true);
+            }
+            self.shared.collector.register(cx.waker());
+            // Looked at again once registered: a send just before woke nobody.
+            if !self.shared.queue.is_empty() {
+                return Poll::Ready(true);
+            }
+            if self.shared.senders.load(Ordering::Acquire) == 0 {
+                // The last sender went after its last send: one more look for that.
+                return Poll::Ready(!self.shared.queue.is_empty());
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// A second handle on the same queue, for the collector to wait on while the first is
+    /// behind the lock that takes from it: takes stay one at a time, in order.
+    pub(super) fn waiter(&self) -> EventReceiver {
+        EventReceiver { shared: self.shared.clone() }
+    }
+
+    /// How many events are queued now.
+    pub fn queued(&self) -> usize {
+        self.shared.queue.len()
+    }
+
+    /// Moves up to `limit` queued events into `batch`, in the order they were sent, without
+    /// waiting: how many.
+    pub fn take(&self, batch: &mut Vec<Event>, limit: usize) -> usize {
         let mut taken = 0;
         while taken < limit {
             let Some(event) = self.shared.queue.pop() else { break };
@@ -210,5 +268,25 @@ mod tests {
         drop(sink);
         let waited = tokio::time::timeout(std::time::Duration::from_secs(5), waiter).await;
         assert_eq!(waited.expect("woken each time").expect("the waiter"), (1, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gathering_outlasts_sends_and_ends_when_the_last_sender_goes() {
+        let (sink, mut rx) = EventSink::channel(4);
+        let start = tokio::time::Instant::now();
+        let sender = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            sink.send(Event::Closed { conn_id: 1, at_us: 0 });
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            drop(sink);
+        });
+        rx.gather(std::time::Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), std::time::Duration::from_secs(2), "ended by the last sender, not the send");
+        sender.await.expect("the sender");
+        let mut batch = Vec::new();
+        assert_eq!(rx.recv_many(&mut batch, 8).await, 1);
+        assert_eq!(rx.recv_many(&mut batch, 8).await, 0, "no sender left");
+        rx.gather(std::time::Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), std::time::Duration::from_secs(2), "no sender: no gathering");
     }
 }

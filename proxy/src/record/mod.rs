@@ -52,7 +52,7 @@ use std::sync::OnceLock;
 use tokio::time::Instant;
 
 pub use aggregate::{Aggregates, ConnectionStats, OTHER_FINGERPRINT, QueryStats, Totals};
-pub use collector::{Collector, Consumer};
+pub use collector::{CatchUp, Collector, Consumer};
 pub use command::{CommandRecord, LargeResponses, Values};
 pub use compressibility::{Compressibility, MeasureBudget, PayloadSample, ResponseSampler};
 pub use event::{Connected, Event, EventReceiver, EventSink, IdentityChange};

@@ -13,9 +13,23 @@
 //!
 //! What keeps it cheap — a sidecar must not burn the CPU the application needs:
 //! - The window adapts as `haltpoll`'s does ([`Window`]): it grows when a sleep ended
-//!   soon after the window would have, shrinks when sleeps outlast the longest window. In
-//!   front of a database milliseconds away, the long waits for answers shrink it, so it
-//!   costs little where it cannot help.
+//!   soon after the window would have, shrinks when sleeps outlast the longest window. There
+//!   is one window for each thing a thread waits for ([`Awaited`]): the application's next
+//!   command, the first byte of the server's answer, and the rest of an answer under way —
+//!   which come at unrelated paces (an application sending 100 queries a second to a server
+//!   50 µs away; a result set streaming over a line 20 ms long). In front of a database
+//!   milliseconds away, the long waits for answers close the answer's window, so it costs
+//!   little where it cannot help.
+//! - It polls for an answer's first byte only while the application's commands come back
+//!   to back (the client's window open). A poll costs as much CPU as it lasts, and caught, it saves a
+//!   sleep and a wake-up — less than the answer's tens of microseconds. Where the
+//!   application waits on each answer to send the next command, the latency saved is its
+//!   throughput; where it paces its commands milliseconds apart, polling would buy latency
+//!   with CPU on every query, and a sidecar's CPU is paid on every application host
+//!   (`scripts/bench.sh --cpu` races it against HAProxy's at paced rates). Once an answer
+//!   is under way, its rest is polled for whatever the client's pace: a large result is
+//!   read as it streams in, or the relay's late reads leave the line idle and the link
+//!   verdict reads the line as the sender's fault.
 //! - It stands aside when the machine is crowded ([`Crowding`]): when work waits for a CPU
 //!   half the time or more, a polling thread would take a CPU from it. Read from the
 //!   kernel's pressure stall information (`/proc/pressure/cpu`: how long some task waited
@@ -273,7 +287,14 @@ struct Poller {
     poll: Poll,
     events: Events,
     runtime: RuntimeMetrics,
-    window: Window,
+    /// How long to poll for the client's next command.
+    client: Window,
+    /// How long to poll for the first byte of the server's answer.
+    answer: Window,
+    /// How long to poll for more of an answer under way.
+    rest: Window,
+    /// What the current idle moment waits for (set before parking, read after).
+    awaited: Awaited,
     crowding: Crowding,
     gauge: Gauge,
     sampled: Option<Instant>,
@@ -292,6 +313,33 @@ struct Poller {
 
 thread_local! {
     static POLLER: RefCell<Option<Poller>> = const { RefCell::new(None) };
+    /// What the connection task that last went idle on this thread waits for ([`awaiting`]).
+    static AWAITED: Cell<Awaited> = const { Cell::new(Awaited::Command) };
+}
+
+/// What a connection going idle waits for; each has its own window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Awaited {
+    /// The client's next command: nothing is unanswered.
+    Command,
+    /// The first byte of the server's answer to a command.
+    Answer,
+    /// More of an answer under way: some of it came, not its end.
+    Rest,
+}
+
+/// Tells this thread's poller what the connection going idle now waits for. Called as a
+/// connection's task returns pending, on every wake-up: a thread-local store. With several
+/// connections on a thread, the last to go idle speaks for the thread; those threads are
+/// busy, and polling then is mostly decided by [`Crowding`].
+pub(crate) fn awaiting(awaited: Awaited) {
+    AWAITED.with(|a| a.set(awaited));
+}
+
+/// What the connection that last went idle on this thread waits for.
+#[cfg(test)]
+pub(crate) fn awaited() -> Awaited {
+    AWAITED.with(Cell::get)
 }
 
 /// Makes the calling thread poll for up to `longest` before its runtime parks it; `0`
@@ -312,7 +360,10 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
         poll,
         events: Events::with_capacity(EVENTS),
         runtime,
-        window: Window::new(longest),
+        client: Window::new(longest),
+        answer: Window::new(longest),
+        rest: Window::new(longest),
+        awaited: Awaited::Command,
         crowding: Crowding::new(cpus),
         gauge: Gauge::open(),
         sampled: None,
@@ -397,7 +448,8 @@ pub(super) fn after_unpark() {
             && let Some(poller) = poller.as_mut()
             && let Some(since) = poller.idle_since.take()
         {
-            poller.window.idled(since.elapsed());
+            let idle = since.elapsed();
+            poller.window_for(poller.awaited).idled(idle);
         }
     });
 }
@@ -412,7 +464,8 @@ impl Poller {
             self.gauge.sample(start, &mut self.crowding);
             self.publish();
         }
-        let window = self.window.get();
+        self.awaited = AWAITED.with(Cell::get);
+        let window = self.window();
         if self.write_waited.replace(false) || window.is_zero() {
             // About to sleep: the shared counters cost nothing now.
             self.publish();
@@ -430,6 +483,32 @@ impl Poller {
             // About to sleep anyway: the shared counters cost nothing now.
             self.stats.idle_poll.missed.fetch_add(1, Ordering::Relaxed);
             self.publish();
+        }
+    }
+
+    /// How long to poll now, for what the thread waits for: an answer's first byte only
+    /// while the client's window is open, the rest of one whatever the client's pace (the
+    /// module doc says why).
+    fn window(&self) -> Duration {
+        match self.awaited {
+            Awaited::Answer if self.client.get().is_zero() => Duration::ZERO,
+            awaited => self.window_for_ref(awaited).get(),
+        }
+    }
+
+    fn window_for(&mut self, awaited: Awaited) -> &mut Window {
+        match awaited {
+            Awaited::Command => &mut self.client,
+            Awaited::Answer => &mut self.answer,
+            Awaited::Rest => &mut self.rest,
+        }
+    }
+
+    fn window_for_ref(&self, awaited: Awaited) -> &Window {
+        match awaited {
+            Awaited::Command => &self.client,
+            Awaited::Answer => &self.answer,
+            Awaited::Rest => &self.rest,
         }
     }
 
@@ -514,6 +593,70 @@ mod tests {
         assert_eq!(w.get(), Duration::ZERO, "below the first window: off");
         w.idled(2_000 * US);
         assert_eq!(w.get(), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_answer_is_polled_for_only_while_the_client_comes_back_to_back() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        install(100 * US, runtime.metrics(), Arc::default());
+        // Answers 60 µs away, the next query 10 ms after each (100 queries a second).
+        for _ in 0..4 {
+            idled(Awaited::Answer, 60 * US);
+            idled(Awaited::Command, 10_000 * US);
+        }
+        assert_eq!(window(Awaited::Answer), Duration::ZERO, "a paced client: no polling for the answer");
+        assert_eq!(window(Awaited::Command), Duration::ZERO, "nor for the next query");
+        // Back to back: the next query 20 µs after each answer.
+        idled(Awaited::Command, 20 * US);
+        assert_eq!(window(Awaited::Command), 25 * US);
+        assert!(window(Awaited::Answer) >= 60 * US, "the answer's window learnt meanwhile");
+        // A server 2 ms away: its answer is not polled for, the next query still is.
+        for _ in 0..4 {
+            idled(Awaited::Answer, 2_000 * US);
+            idled(Awaited::Command, 20 * US);
+        }
+        assert_eq!(window(Awaited::Answer), Duration::ZERO);
+        assert_eq!(window(Awaited::Command), 25 * US);
+    }
+
+    #[test]
+    fn an_answer_under_way_is_polled_for_whatever_the_clients_pace() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        install(100 * US, runtime.metrics(), Arc::default());
+        // One large query now and then (a paced client), its first byte 20 ms away, then
+        // its rest streaming in with gaps of tens of microseconds.
+        for _ in 0..4 {
+            idled(Awaited::Command, 500_000 * US);
+            idled(Awaited::Answer, 20_000 * US);
+            for _ in 0..8 {
+                idled(Awaited::Rest, 40 * US);
+            }
+        }
+        assert_eq!(window(Awaited::Command), Duration::ZERO);
+        assert_eq!(window(Awaited::Answer), Duration::ZERO, "20 ms away: not polled for");
+        assert!(window(Awaited::Rest) >= 40 * US, "the rest of the result is: {:?}", window(Awaited::Rest));
+    }
+
+    /// The window this thread's poller would poll for `awaited` now.
+    fn window(awaited: Awaited) -> Duration {
+        awaiting(awaited);
+        POLLER.with(|p| {
+            let mut p = p.borrow_mut();
+            let p = p.as_mut().unwrap();
+            p.awaited = AWAITED.with(Cell::get);
+            p.window()
+        })
+    }
+
+    /// This thread's poller back from an idle moment of `idle`, waiting for `awaited`.
+    fn idled(awaited: Awaited, idle: Duration) {
+        POLLER.with(|p| {
+            let mut p = p.borrow_mut();
+            let p = p.as_mut().unwrap();
+            p.awaited = awaited;
+            p.idle_since = Some(Instant::now() - idle);
+        });
+        after_unpark();
     }
 
     #[test]
@@ -673,7 +816,7 @@ mod tests {
         POLLER.with(|p| {
             let mut p = p.borrow_mut();
             let p = p.as_mut().unwrap();
-            p.window.idled(10 * US); // the window open
+            p.client.idled(10 * US); // the window open
             p.crowding = Crowding::new(u32::MAX); // not crowded now
             // And no sample in this test, whatever else runs meanwhile.
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));

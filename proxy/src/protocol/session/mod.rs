@@ -456,6 +456,12 @@ impl Session {
         self.pending.is_empty() && self.client_mode == ClientMode::Command
     }
 
+    /// Some of the answer to the oldest unanswered command came, not its end: a result set
+    /// streaming, a large packet half read.
+    pub fn response_under_way(&self) -> bool {
+        self.response_started && !self.pending.is_empty()
+    }
+
     /// A sink for bytes from the client.
     pub fn client<'a, O: Observer>(&'a mut self, obs: &'a mut O) -> ClientSide<'a, O> {
         ClientSide { session: self, obs }

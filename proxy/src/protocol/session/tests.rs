@@ -122,6 +122,22 @@ fn text_result_set_as_the_mariadb_cli_sees_it() {
 }
 
 #[test]
+fn a_response_is_under_way_from_its_first_packet_to_its_end() {
+    let mut conn = Conn::authenticated(DEPRECATE_EOF_CAPS);
+    assert!(!conn.session.response_under_way(), "idle");
+    // Two pipelined: the second's answer is not under way when the first's ends.
+    conn.client(&[query("select a from t"), query("select 1")]).unwrap();
+    assert!(!conn.session.response_under_way(), "waiting for the first byte");
+    conn.server(&[pkt(1, &[1]), column_def(2, "a"), text_row(3, "x")]).unwrap();
+    assert!(conn.session.response_under_way(), "rows streaming");
+    conn.server(&[ok_eof(4, 2)]).unwrap();
+    assert!(!conn.session.response_under_way(), "the next answer has not begun");
+    conn.server(&[pkt(1, &[1]), column_def(2, "1"), text_row(3, "1"), ok_eof(4, 2)]).unwrap();
+    assert!(!conn.session.response_under_way());
+    assert!(conn.session.is_idle());
+}
+
+#[test]
 fn deprecate_eof_rows_end_with_an_ok() {
     let mut conn = Conn::authenticated(DEPRECATE_EOF_CAPS);
     conn.client(&[query("select a from t")]).unwrap();

@@ -14,6 +14,7 @@ use crate::protocol::{Direction, PacketScanner, Peer, Session};
 use crate::record::{Tap, now_us};
 use crate::relay::drain::DrainWatch;
 use crate::relay::error::RelayError;
+use crate::relay::idle_poll::{self, Awaited};
 use crate::relay::kills;
 use crate::relay::leg::Leg;
 use crate::relay::local::{self, LocalAnswers, LocalContext, LocalReply};
@@ -111,9 +112,21 @@ impl Pump<'_> {
                 || self.to_upstream.wants_read(self.session.accepts_commands())
                 || self.to_client.wants_read(true);
             if !another_turn {
+                idle_poll::awaiting(self.awaited());
                 return Poll::Pending;
             }
             first_turn = false;
+        }
+    }
+
+    /// What the connection waits for as it goes idle, for the thread's poller.
+    fn awaited(&self) -> Awaited {
+        if self.session.is_idle() {
+            Awaited::Command
+        } else if self.session.response_under_way() {
+            Awaited::Rest
+        } else {
+            Awaited::Answer
         }
     }
 

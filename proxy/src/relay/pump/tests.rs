@@ -19,6 +19,7 @@ use crate::protocol::{Identity, Session};
 use crate::record::micros;
 use crate::relay::activity::Activity;
 use crate::relay::drain::Drain;
+use crate::relay::idle_poll::{self, Awaited};
 use crate::relay::leg::{Leg, Transport};
 use crate::relay::pipe::BufferBudget;
 use crate::relay::{RelayError, RelayStats};
@@ -123,6 +124,29 @@ impl Rig {
         tokio::time::sleep(wait).await;
         !self.pump.is_finished()
     }
+}
+
+/// What the pump told the thread's poller it waits for as it went idle: the poller polls
+/// for an answer's first byte only for a client sending back to back, and for the rest of
+/// an answer under way whatever the client's pace (`idle_poll`'s module doc).
+#[tokio::test(start_paused = true)]
+async fn the_pump_tells_the_poller_what_it_waits_for() {
+    let mut rig = Rig::start(None, None).await;
+    // On this test's one thread, the pump has gone idle once the sleep ends.
+    let awaited = || async {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        idle_poll::awaited()
+    };
+    assert_eq!(awaited().await, Awaited::Command, "logged in, nothing asked");
+    rig.command_in_flight().await;
+    assert_eq!(awaited().await, Awaited::Answer, "asked, nothing answered");
+    let start = [packet(1, &[1]), column_def(2, "1"), text_row(3, &["1"])].concat();
+    rig.server.write_all(&start).await.unwrap();
+    assert_eq!(rig.app_reads(start.len()).await, start);
+    assert_eq!(awaited().await, Awaited::Rest, "rows streaming");
+    rig.server.write_all(&ok_eof(4, AUTOCOMMIT)).await.unwrap();
+    assert_eq!(rig.app_reads(ok_eof(4, AUTOCOMMIT).len()).await, ok_eof(4, AUTOCOMMIT));
+    assert_eq!(awaited().await, Awaited::Command, "answered");
 }
 
 #[tokio::test(start_paused = true)]
