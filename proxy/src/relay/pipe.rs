@@ -141,8 +141,8 @@ pub(super) struct Fresh {
     /// How long reading had waited before this read because the emulated link's bytes
     /// filled the buffer, µs: time the link added besides `released_us - arrived_us`.
     pub stalled_us: u64,
-    /// The read stopped because the buffer was full, not because the socket was empty: more
-    /// had arrived than rttscope took, so it waited in the socket for rttscope.
+    /// The read stopped because the buffer was full, not because the socket was empty: the
+    /// bytes had been waiting in the socket for rttscope, a buffer's worth at least.
     pub filled: bool,
 }
 

@@ -669,7 +669,7 @@ fn read_and_sample(t: &mut TransferTracker, now: u64, segments: u32, ooo: u32) {
 }
 
 #[test]
-fn slow_starts_silences_before_the_first_loss_are_not_losss() {
+fn slow_start_silences_before_the_first_loss_are_not_loss() {
     // CI's link_loss_senders, Reno on a clean 100 Mbit/s line at 20 ms: 7.7 MiB in 37.7 round
     // trips, slow start overflowing the bottleneck queue (706 packets dropped), 10 stalls in
     // 4 recovery episodes right after it, then a full pipe: the pipe empty 23 % of the time
