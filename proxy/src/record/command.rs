@@ -91,6 +91,12 @@ pub struct CommandRecord {
     /// Of `injected_us`, what the emulated link added before the response began (the
     /// request's hold, lateness and stalls), µs: the rest fell while the response streamed.
     pub request_injected_us: u64,
+    /// Of the response after its first read, the reads that came as the server sent them —
+    /// no stall on the emulated link's full buffer before them, no backlog filling rttscope's
+    /// buffer — their gaps summed, µs: the server's own pace, with [`Self::paced_bytes`].
+    pub paced_us: u64,
+    /// The bytes of those reads.
+    pub paced_bytes: u64,
     /// Times the client waited for the server; for `CONNECT`, plus the TCP handshake, greeting and upstream TLS.
     pub round_trips: u32,
     /// MySQL packet bytes the client sent for it, 4-byte headers included (uncompressed).
@@ -185,6 +191,8 @@ impl CommandRecord {
             last_byte_us,
             first_arrived_us,
             request_injected_us,
+            paced_us,
+            paced_bytes,
             round_trips,
             bytes_up,
             bytes_down,
@@ -218,7 +226,7 @@ impl CommandRecord {
         (*first_byte_us, *first_arrived_us) = (None, None);
         (*round_trips, *columns, *warnings, *fetch_rows, *rows_in_values, *rtt_us) = (0, 0, 0, 0, 0, 0);
         (*bytes_up, *bytes_down, *rows, *affected_rows, *injected_us, *late_us) = (0, 0, 0, 0, 0, 0);
-        *request_injected_us = 0;
+        (*request_injected_us, *paced_us, *paced_bytes) = (0, 0, 0);
         (*wire_up, *wire_down) = (None, None);
         *error = None;
         *statement = None;
@@ -244,8 +252,16 @@ impl CommandRecord {
 
     /// Of [`Self::latency_us`], what the emulated link added. The recorder counts the time the
     /// link held the request too, which a command without a response (`COM_QUIT`) never
-    /// waited for: what it added to this command's time is at most that time.
+    /// waited for: what it added to this command's time is at most that time. Less, for a
+    /// large response, the time the server went on streaming while the link held rttscope's
+    /// buffer full ([`Self::stream_us`]): the server's time as much as the link's.
     pub fn injected_within_latency(&self) -> u64 {
+        let held = self.held_within_latency();
+        held.saturating_sub(self.stream_us().saturating_sub(self.stream_beside_held_us(held)))
+    }
+
+    /// What the emulated link held the command, as the relay counted it, within its latency.
+    fn held_within_latency(&self) -> u64 {
         self.injected_us.min(self.latency_us())
     }
 
@@ -265,15 +281,37 @@ impl CommandRecord {
     /// start's pace, and the server went on producing meanwhile. The server producing the rows
     /// and the client reading them go on while a far link's window opens, so the rounds
     /// overlap this time.
+    ///
+    /// The link's hold is not all lost to the server: while the link held rttscope's buffer
+    /// full, the server went on producing into the sockets' buffers, so a response streamed at
+    /// least as long as its bytes take at the server's own pace, measured on the reads that
+    /// came as it sent them ([`Self::paced_us`]) — when they carried a quarter of it or more.
     pub fn stream_us(&self) -> u64 {
         let Some(first_arrived_us) = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0) else {
             return 0;
         };
-        let injected_us = self.injected_within_latency();
-        let link_meanwhile_us = injected_us.saturating_sub(self.request_injected_us);
+        let beside_held = self.stream_beside_held_us(self.held_within_latency());
+        let span = self.last_byte_us.saturating_sub(first_arrived_us);
+        beside_held.max(self.at_servers_pace_us().min(span))
+    }
+
+    /// The streaming time with everything the link held taken out (see [`Self::stream_us`]).
+    fn stream_beside_held_us(&self, held_us: u64) -> u64 {
+        let Some(first_arrived_us) = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0) else {
+            return 0;
+        };
+        let link_meanwhile_us = held_us.saturating_sub(self.request_injected_us);
         let real_path_us = u64::from(self.round_trips) * u64::from(self.rtt_us);
-        let without_link = self.latency_us().saturating_sub(injected_us).saturating_sub(real_path_us);
+        let without_link = self.latency_us().saturating_sub(held_us).saturating_sub(real_path_us);
         self.last_byte_us.saturating_sub(first_arrived_us).saturating_sub(link_meanwhile_us).min(without_link)
+    }
+
+    /// The response's bytes at the server's pace, µs; 0 when too few reads showed it.
+    fn at_servers_pace_us(&self) -> u64 {
+        if self.paced_bytes == 0 || self.paced_bytes < self.bytes_down / 4 {
+            return 0;
+        }
+        (u128::from(self.bytes_down) * u128::from(self.paced_us) / u128::from(self.paced_bytes)) as u64
     }
 
     /// Time from request to first response byte: the server's work plus one round trip.
@@ -330,6 +368,33 @@ mod tests {
         assert_eq!(r.stream_us(), 857_000 - 12_000 - 2_000);
     }
 
+    /// The 15 ms rehearsal of whatif-accuracy's 40 MB read: the link's slow start held
+    /// rttscope's buffer full for 140 ms of the response's 210, and the server went on
+    /// producing meanwhile — half the response came in reads at its own pace, 330 MB/s. The
+    /// response streamed as long as 40 MB take at that pace, and the link's hold it overlapped
+    /// is not the link's alone: subtracted whole, the server's time came out at 60 ms, half
+    /// what the plain run measured.
+    #[test]
+    fn a_server_producing_while_the_link_held_its_bytes_streamed_at_its_own_pace() {
+        let mut r = CommandRecord {
+            request_us: 0,
+            first_arrived_us: Some(20_000),
+            first_byte_us: Some(35_000),
+            last_byte_us: 230_000,
+            ..CommandRecord::default()
+        };
+        (r.round_trips, r.bytes_down) = (1, 40_000_000);
+        (r.injected_us, r.request_injected_us) = (15_000 + 140_000, 15_000);
+        assert_eq!(r.stream_us(), 230_000 - 20_000 - 140_000, "without reads at the server's pace");
+        assert_eq!(r.injected_within_latency(), 155_000);
+        (r.paced_bytes, r.paced_us) = (20_000_000, 60_000);
+        assert_eq!(r.stream_us(), 120_000, "40 MB at 20 MB per 60 ms");
+        assert_eq!(r.injected_within_latency(), 155_000 - (120_000 - 70_000));
+        // A few reads at some pace say nothing: under a bandwidth limit hardly one comes.
+        (r.paced_bytes, r.paced_us) = (9_000_000, 1_000);
+        assert_eq!((r.stream_us(), r.injected_within_latency()), (70_000, 155_000));
+    }
+
     /// A recycled record, reset, is exactly a new one: nothing of the command it carried
     /// before survives into the next.
     #[test]
@@ -348,6 +413,7 @@ mod tests {
         (used.example, used.sample) = (Some("insert 1".into()), Some(Box::from([1u64, 2].as_slice())));
         (used.rtt_us, used.injected_us, used.unparsed, used.retransmission_wait) = (10, 11, true, true);
         (used.late_us, used.first_arrived_us, used.request_injected_us) = (12, Some(13), 14);
+        (used.paced_us, used.paced_bytes) = (15, 16);
         used.payload_sample = Some(PayloadSample::Bytes(Box::from([1u8, 2, 3].as_slice())));
 
         used.reset(8, 22, FingerprintId(4), text.clone(), 1_000);

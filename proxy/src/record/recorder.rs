@@ -94,6 +94,11 @@ pub struct Recorder {
     /// last request was recorded, down since the last response ended.
     stalled_up: u64,
     stalled_down: u64,
+    /// When the latest chunk from the server came off its socket, µs, and whether the next
+    /// one follows a stall on the emulated link's full buffer or fills rttscope's: then its
+    /// gap is not the server's pace ([`CommandRecord::paced_us`]).
+    down_prev_us: u64,
+    down_irregular: bool,
     started_us: Option<u64>,
     texts: Texts,
     statements: Statements,
@@ -148,6 +153,8 @@ impl Recorder {
             hold_us: 0,
             stalled_up: 0,
             stalled_down: 0,
+            down_prev_us: 0,
+            down_irregular: false,
             started_us: Some(micros(accepted)),
             texts: Texts::new(settings.examples),
             statements: Statements::default(),
@@ -243,6 +250,20 @@ impl Recorder {
         self.held_end = None;
         if let Some(record) = self.awaiting_release.take() {
             self.sink.send(Event::Command(record));
+        }
+    }
+
+    /// A chunk of `len` bytes from the server came off its socket at `arrived_us`: if it came
+    /// as the server sent it, part of the streaming response's pace.
+    fn paced(&mut self, arrived_us: u64, len: usize) {
+        let gap = arrived_us.saturating_sub(std::mem::replace(&mut self.down_prev_us, arrived_us));
+        let irregular = std::mem::take(&mut self.down_irregular);
+        if let Some(front) = self.in_flight.front_mut()
+            && front.record.first_arrived_us.is_some()
+            && !irregular
+        {
+            front.record.paced_us += gap;
+            front.record.paced_bytes += len as u64;
         }
     }
 
@@ -478,12 +499,22 @@ impl Tap for Recorder {
     fn line_stalled(&mut self, direction: Direction, stalled_us: u64) {
         match direction {
             Direction::ToUpstream => self.stalled_up += stalled_us,
-            Direction::ToClient => self.stalled_down += stalled_us,
+            Direction::ToClient => {
+                self.stalled_down += stalled_us;
+                self.down_irregular = true;
+            }
         }
     }
 
-    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, _len: usize) {
+    fn buffer_filled(&mut self, direction: Direction) {
+        self.down_irregular |= direction == Direction::ToClient;
+    }
+
+    fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         self.send_held();
+        if direction == Direction::ToClient {
+            self.paced(arrived_us, len);
+        }
         // Times are as the client lives them: a request when it sent it, a
         // response when it gets it (later than its arrival here only on an
         // emulated link, by the time the link held it).

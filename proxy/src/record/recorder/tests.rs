@@ -359,3 +359,26 @@ async fn a_client_that_does_not_read_on_is_not_the_links_lateness() {
     assert_eq!(r.latency_us() - r.injected_us, 600_000 + 120_000 - 8_500);
     assert_eq!(r.stream_us(), 600_000 + 120_000 - 12_000);
 }
+
+/// Reads from the server that came as it sent them are its pace; one after a stall on the
+/// emulated link's full buffer, or one that filled rttscope's with a backlog, is not, and
+/// neither is the first (the request's round trip and the server's work before it).
+#[tokio::test]
+async fn only_reads_that_came_as_the_server_sent_them_are_its_pace() {
+    let mut rig = Rig::new();
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 1_000, 10);
+    rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
+    rig.recorder.arrived(Direction::ToClient, 10_000, 10_000, 32_768);
+    rig.recorder.response_started();
+    rig.recorder.arrived(Direction::ToClient, 10_100, 10_100, 32_768);
+    rig.recorder.line_stalled(Direction::ToClient, 5_000);
+    rig.recorder.arrived(Direction::ToClient, 15_200, 15_200, 32_768);
+    rig.recorder.arrived(Direction::ToClient, 15_300, 15_300, 32_768);
+    rig.recorder.buffer_filled(Direction::ToClient);
+    rig.recorder.arrived(Direction::ToClient, 19_000, 19_000, 32_768);
+    rig.recorder.arrived(Direction::ToClient, 19_100, 19_100, 16_384);
+    rig.recorder.finished(&Summary { command: COM_QUERY, round_trips: 1, bytes_down: 180_224, ..Summary::default() });
+    let records = rig.records().await;
+    let r = records.into_iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!((r.paced_us, r.paced_bytes), (300, 32_768 + 32_768 + 16_384));
+}
