@@ -256,8 +256,8 @@ impl CommandRecord {
     /// large response, the time the server went on streaming while the link held rttscope's
     /// buffer full ([`Self::stream_us`]): the server's time as much as the link's.
     pub fn injected_within_latency(&self) -> u64 {
-        let held = self.held_within_latency();
-        held.saturating_sub(self.stream_us().saturating_sub(self.stream_beside_held_us(held)))
+        let overlapped = self.streaming().map_or(0, |(beside_held, stream)| stream - beside_held);
+        self.held_within_latency().saturating_sub(overlapped)
     }
 
     /// What the emulated link held the command, as the relay counted it, within its latency.
@@ -287,23 +287,20 @@ impl CommandRecord {
     /// least as long as its bytes take at the server's own pace, measured on the reads that
     /// came as it sent them ([`Self::paced_us`]) — when they carried a quarter of it or more.
     pub fn stream_us(&self) -> u64 {
-        let Some(first_arrived_us) = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0) else {
-            return 0;
-        };
-        let beside_held = self.stream_beside_held_us(self.held_within_latency());
-        let span = self.last_byte_us.saturating_sub(first_arrived_us);
-        beside_held.max(self.at_servers_pace_us().min(span))
+        self.streaming().map_or(0, |(_, stream)| stream)
     }
 
-    /// The streaming time with everything the link held taken out (see [`Self::stream_us`]).
-    fn stream_beside_held_us(&self, held_us: u64) -> u64 {
-        let Some(first_arrived_us) = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0) else {
-            return 0;
-        };
+    /// For a response slow start stretches: its streaming with everything the link held taken
+    /// out, and its streaming ([`Self::stream_us`]), at least the first, µs.
+    fn streaming(&self) -> Option<(u64, u64)> {
+        let first_arrived_us = self.first_arrived_us.filter(|_| self.slow_start_rounds() > 0)?;
+        let held_us = self.held_within_latency();
         let link_meanwhile_us = held_us.saturating_sub(self.request_injected_us);
         let real_path_us = u64::from(self.round_trips) * u64::from(self.rtt_us);
         let without_link = self.latency_us().saturating_sub(held_us).saturating_sub(real_path_us);
-        self.last_byte_us.saturating_sub(first_arrived_us).saturating_sub(link_meanwhile_us).min(without_link)
+        let span = self.last_byte_us.saturating_sub(first_arrived_us);
+        let beside_held = span.saturating_sub(link_meanwhile_us).min(without_link);
+        Some((beside_held, beside_held.max(self.at_servers_pace_us().min(span))))
     }
 
     /// The response's bytes at the server's pace, µs; 0 when too few reads showed it.

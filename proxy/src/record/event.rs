@@ -145,26 +145,17 @@ impl std::fmt::Debug for EventSink {
 
 impl EventReceiver {
     /// Waits for events and moves up to `limit` of them into `batch`: how many, or 0 once
-    /// every sender is gone and nothing is left.
+    /// every sender is gone and nothing is left. For tests that read the queue whole; the
+    /// collector waits ([`EventReceiver::ready`]) and takes under its lock.
+    #[cfg(test)]
     pub async fn recv_many(&mut self, batch: &mut Vec<Event>, limit: usize) -> usize {
-        std::future::poll_fn(|cx| {
+        while self.ready().await {
             let taken = self.take(batch, limit);
             if taken > 0 {
-                return Poll::Ready(taken);
+                return taken;
             }
-            self.shared.collector.register(cx.waker());
-            // Looked at again once registered: a send just before woke nobody.
-            let taken = self.take(batch, limit);
-            if taken > 0 {
-                return Poll::Ready(taken);
-            }
-            if self.shared.senders.load(Ordering::Acquire) == 0 {
-                // The last sender went after its last send: one more look for that.
-                return Poll::Ready(self.take(batch, limit));
-            }
-            Poll::Pending
-        })
-        .await
+        }
+        0
     }
 
     /// Lets events gather for `interval`, or until the last sender goes (so that the final
