@@ -256,6 +256,10 @@ impl CommandRecord {
     /// large response, the time the server went on streaming while the link held rttscope's
     /// buffer full ([`Self::stream_us`]): the server's time as much as the link's.
     pub fn injected_within_latency(&self) -> u64 {
+        // Without a link there is nothing to share out (most commands: no streaming to work out).
+        if self.injected_us == 0 {
+            return 0;
+        }
         let overlapped = self.streaming().map_or(0, |(beside_held, stream)| stream - beside_held);
         self.held_within_latency().saturating_sub(overlapped)
     }
