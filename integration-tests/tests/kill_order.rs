@@ -9,7 +9,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use rttscope_integration_tests::fake_upstream::{com_query, native_login, packet, read_packet};
+use rttscope_integration_tests::fake_upstream::{
+    FakeUpstream, Script, capture_greeting, com_query, native_login, ok_packet, packet, read_packet,
+};
 use rttscope_integration_tests::mariadb::{DB, NATIVE, TestDb};
 use rttscope_integration_tests::proxy::proxy_to;
 
@@ -19,15 +21,29 @@ const ROUNDS: usize = 200;
 
 /// Connects and logs in by hand; returns the stream and the connection id of the greeting.
 fn raw_login(addr: SocketAddr) -> (TcpStream, u32) {
+    let (mut stream, greeting) = greeted(addr);
+    native_login(&mut stream, &greeting, NATIVE.user, NATIVE.password, DB);
+    (stream, connection_id(&greeting))
+}
+
+/// Connects and reads the greeting, nothing more.
+fn greeted(addr: SocketAddr) -> (TcpStream, Vec<u8>) {
     let mut stream = TcpStream::connect(addr).expect("connect");
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (_, greeting) = read_packet(&mut stream).expect("a greeting");
-    // Protocol version, NUL-terminated server version, then the 4-byte connection id.
-    let version_end = greeting.iter().skip(1).position(|&b| b == 0).expect("a version") + 2;
-    let id = greeting.get(version_end..version_end + 4).expect("a connection id");
-    let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-    native_login(&mut stream, &greeting, NATIVE.user, NATIVE.password, DB);
-    (stream, id)
+    (stream, greeting)
+}
+
+/// Where a greeting's payload holds its connection id: after the protocol version and the
+/// NUL-terminated server version.
+fn connection_id_at(greeting: &[u8]) -> usize {
+    greeting.iter().skip(1).position(|&b| b == 0).expect("a version") + 2
+}
+
+fn connection_id(greeting: &[u8]) -> u32 {
+    let at = connection_id_at(greeting);
+    let id = greeting.get(at..at + 4).expect("a connection id");
+    u32::from_le_bytes([id[0], id[1], id[2], id[3]])
 }
 
 /// What libmariadb asks before sending a command: has the server closed (or said anything)?
@@ -88,6 +104,43 @@ async fn a_failed_kill_is_answered_at_once() {
         assert_eq!(err.first(), Some(&0xFF), "ERR 1094 unknown thread, got {err:?}");
         // A held answer would take at least the hold limit, 200 ms.
         assert!(started.elapsed() < Duration::from_millis(200), "took {:?}", started.elapsed());
+    })
+    .await
+    .unwrap();
+}
+
+/// A client may name a connection in a KILL as soon as its greeting is out: the victim is
+/// listed from then on, not from its login's OK, which reaches its client before the
+/// victim's task can list it. A fake server answers the KILL without closing anything, so
+/// the answer must wait until the victim's client hangs up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kill_naming_a_connection_that_was_just_greeted_waits_for_it() {
+    let real = capture_greeting(TestDb::shared().upstream_addr()).expect("a real greeting");
+    let greeting_with_id = move |id: u32| {
+        let mut greeting = real.clone();
+        let at = 4 + connection_id_at(&greeting[4..]);
+        greeting[at..at + 4].copy_from_slice(&id.to_le_bytes());
+        greeting
+    };
+    let fake = FakeUpstream::start(move |n| match n {
+        0 => Script::StallAfterLogin { greeting: greeting_with_id(77) },
+        _ => Script::AfterLogin { greeting: greeting_with_id(78), response: ok_packet(1), then_close: false },
+    })
+    .expect("a fake server");
+    let proxy = proxy_to(fake.addr(), |_| {});
+    let addr = proxy.addr();
+    tokio::task::spawn_blocking(move || {
+        let (victim, greeting) = greeted(addr);
+        assert_eq!(connection_id(&greeting), 77);
+        let (mut killer, greeting) = greeted(addr);
+        native_login(&mut killer, &greeting, "anyone", "anything", DB);
+        killer.write_all(&com_query("KILL 77")).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let answered_while_open = readable_now(&killer);
+        drop(victim);
+        let (seq, ok) = read_packet(&mut killer).expect("the KILL's answer");
+        assert_eq!((seq, ok.first()), (1, Some(&0x00)), "KILL OK, got {ok:?}");
+        assert!(!answered_while_open, "the KILL was answered while its victim, just greeted, was still open");
     })
     .await
     .unwrap();

@@ -121,6 +121,7 @@ async fn run(
         peer,
         stats: &shared.stats,
         inject: shared.inject.as_ref().map(|control| (control, conn_id)),
+        kills: &shared.kills,
     };
     let handshake = handshake(client, upstream, &settings, tap).await;
     drop(slot);
@@ -136,7 +137,7 @@ async fn run(
     note_login(&established, shared, log, tap);
     // Listed until the legs (declared after it, dropped before it) are closed.
     let server_id = established.greeting.connection_id;
-    let _listed = shared.kills.list(server_id);
+    let _listed = established.listed;
     let mut session = established.session;
     let change_user_stand_in = established.change_user;
     let mut legs = Legs {

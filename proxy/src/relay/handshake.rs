@@ -36,6 +36,7 @@ use super::RelayStats;
 use super::auth_key::AuthKeys;
 use super::connecting::Gate;
 use super::error::{Refusal, RelayError};
+use super::kills::{Kills, Listed};
 use super::leg::{Leg, Transport};
 use super::phase_io::{read_packet, send, within};
 use super::proxy_header::{First, read_first_client_packet};
@@ -87,6 +88,9 @@ pub(super) struct Settings<'a> {
     /// The emulated link and this connection's id, for its scope: the login pays the
     /// link's round trips as commands do.
     pub inject: Option<(&'a Arc<InjectControl>, u64)>,
+    /// Where connections are listed by the server's id for them, for a KILL's answer to
+    /// wait on ([`kills`](super::kills)).
+    pub kills: &'a Arc<Kills>,
 }
 
 /// How the connection phase ended.
@@ -127,6 +131,9 @@ pub(super) struct Established {
     /// For a plain client over a TLS long hop: what rttscope's key
     /// needs to stand in for the server's in a `COM_CHANGE_USER`, as it did at login.
     pub change_user: Option<ChangeUserStandIn>,
+    /// Listed under the server's id since the greeting: keep it until the client socket is
+    /// closed.
+    pub listed: Listed,
 }
 
 /// A step of the connection phase: on to the next one, or the end of the phase (the
@@ -178,6 +185,7 @@ struct Greeted {
     offered: u64,
     /// When the client had it: its silence counts from here.
     at: Instant,
+    listed: Listed,
 }
 
 /// The client's handshake response, read (over the client's TLS, if it asked for it).
@@ -197,6 +205,7 @@ struct Answered {
     /// The stand-in that already gave the client rttscope's key (in answer to its first
     /// packet), for the rest of the login.
     stand_in: Option<StandIn>,
+    listed: Listed,
 }
 
 /// Reads the server's greeting and passes it to the client with the capabilities rttscope
@@ -245,10 +254,15 @@ async fn relay_greeting(
     let offered = offered_to_client(s, server_caps);
     let greeting_payload = payload.clone();
     greeting.set_capabilities(&mut payload, offered);
+    // Listed before the client can know the id: a KILL from another connection may name
+    // this one as soon as the greeting is out, and the client may take the login's OK as
+    // soon as it is sent.
+    let listed = s.kills.list(greeting.connection_id);
     send(&mut client, seq, &payload, Peer::Client).await?;
     let greeting_len = payload.len();
     let at = Instant::now();
-    let greeted = Greeted { client, upstream, greeting, greeting_len, greeting_payload, server_caps, offered, at };
+    let greeted =
+        Greeted { client, upstream, greeting, greeting_len, greeting_payload, server_caps, offered, at, listed };
     Ok(Continue(greeted))
 }
 
@@ -273,8 +287,17 @@ fn offered_to_client(s: &Settings<'_>, server_caps: u64) -> u64 {
 /// rttscope sent one. A client that keeps rttscope waiting past `first_byte_timeout` (or
 /// past the contended grace while others wait for its slot) is told and closed.
 async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step<(Answered, TcpStream)>, RelayError> {
-    let Greeted { mut client, mut upstream, greeting, greeting_len, greeting_payload, server_caps, offered, at } =
-        greeted;
+    let Greeted {
+        mut client,
+        mut upstream,
+        greeting,
+        greeting_len,
+        greeting_payload,
+        server_caps,
+        offered,
+        at,
+        listed,
+    } = greeted;
     let first = read_first_client_packet(&mut client, &mut upstream);
     let waited = s.wait_for_client(
         "the client's answer to the greeting",
@@ -341,6 +364,7 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
         response,
         client_caps,
         stand_in: None,
+        listed,
     };
     Ok(Continue((answered, upstream)))
 }
@@ -459,6 +483,7 @@ async fn log_in(
         client_pending,
         upstream_pending,
         change_user,
+        listed: a.listed,
     })))
 }
 

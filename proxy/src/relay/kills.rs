@@ -9,8 +9,10 @@
 //! its client socket. The client then sends its next command into a connection about to
 //! close and gets "Lost connection" (2013) where directly it reconnects.
 //!
-//! So each logged-in connection is listed by the id the server gave it (its greeting's
-//! connection id) until its client socket is closed; a connection whose client sends
+//! So each connection is listed by the id the server gave it (its greeting's connection
+//! id) from the moment that greeting goes to its client — which may name it in a KILL from
+//! then on, and has its login's OK before the victim's task could list it after the login —
+//! until its client socket is closed; a connection whose client sends
 //! `KILL [HARD|SOFT] [CONNECTION] <id>` (or `COM_PROCESS_KILL`) naming another listed
 //! connection holds the server's answer back until that one is closed — for at most
 //! [`HOLD_LIMIT`], and not at all when the answer is an ERR (nothing was killed).
