@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use rttscope_config::{Config, ListenAddr, ListenTlsMode, UpstreamCompression};
+use rttscope_config::{Config, HumanDuration, ListenAddr, ListenTlsMode, UpstreamCompression};
 use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256, features};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
@@ -283,6 +283,31 @@ async fn a_plain_client_changes_user_with_full_authentication_over_a_compressed_
 async fn a_compressed_client_changes_user_with_full_authentication_over_a_compressed_tls_long_hop() -> Result<()> {
     let mirror = Compressed { client: Some("zstd"), upstream: UpstreamCompression::Mirror };
     changes_user_in_full(mirror, Some("mirror")).await
+}
+
+/// A change of user through the stand-in pays the emulated link's round trips, as the login
+/// does: under `inject.rtt`, full authentication — the COM_CHANGE_USER answered with a request
+/// for the password in full, the key request answered by rttscope, the password sent over TLS
+/// and the server's OK — takes at least two of them. Before, the exchange went at the real
+/// path's pace.
+#[tokio::test]
+async fn a_change_of_user_through_the_stand_in_pays_the_emulated_round_trips() -> Result<()> {
+    let rtt = std::time::Duration::from_millis(150);
+    let mode = Mode { tls: true, mysql9: false, sha256_default: false };
+    let Some((server, proxy)) = server_and_proxy_with(mode, |c| c.inject.rtt = HumanDuration(rtt)) else {
+        return Ok(());
+    };
+    let (name, password) = SHA2.split_once(':').unwrap_or_default();
+    let change = mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
+    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
+    server.flush()?;
+    server.take_log();
+    let started = std::time::Instant::now();
+    conn.change_user(change).await?;
+    let took = started.elapsed();
+    assert_eq!(server.take_log(), ["u_sha2 caching_sha2_password full tls ok"]);
+    assert!(took >= 2 * rtt, "a change of user with full authentication took {took:?} over an emulated {rtt:?} RTT");
+    Ok(())
 }
 
 /// Which legs are compressed: the client's (libmysqlclient with this algorithm, mysql_async

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -13,7 +14,7 @@ use super::activity::Activity;
 use super::connecting::Slot;
 use super::drain::DrainWatch;
 use super::error::{Refusal, RelayError};
-use super::handshake::{ChangedUser, Ending, Established, Handshake, Settings, change_user, handshake};
+use super::handshake::{ChangedUser, Ending, Established, Handshake, Settings, change_user, emulated_rtt, handshake};
 use super::leg::Transport;
 use super::pump::{Ended, Legs, Observers, PumpSettings, pump};
 use super::timers;
@@ -160,8 +161,10 @@ async fn run(
         let pumped = pump(&mut legs, &mut session, tap, &settings, inject, shutdown).await;
         // A COM_CHANGE_USER whose exchange rttscope's key stands in for: relayed, then on.
         let (Ok(Ended::ChangeUser), Some(stand_in)) = (&pumped, &change_user_stand_in) else { break pumped };
+        let rtt = shared.inject.as_ref().map_or(Duration::ZERO, |c| emulated_rtt(c, conn_id, session.identity()));
         let timeout = config.limits.handshake_timeout.0;
-        if let ChangedUser::Refused(refusal) = change_user(&mut legs, &mut session, tap, stand_in, timeout).await? {
+        if let ChangedUser::Refused(refusal) = change_user(&mut legs, &mut session, tap, stand_in, rtt, timeout).await?
+        {
             return Ok(Outcome::Ended(Ending::Refused(refusal)));
         }
     };

@@ -526,7 +526,7 @@ fn compressed_legs(
 }
 
 /// The emulated link's round trip for this connection, if it is in scope.
-fn emulated_rtt(control: &Arc<InjectControl>, conn_id: u64, identity: &Identity) -> Duration {
+pub(super) fn emulated_rtt(control: &Arc<InjectControl>, conn_id: u64, identity: &Identity) -> Duration {
     let mut binding = InjectBinding::new(control.clone(), conn_id);
     binding.models(identity).iter().map(|(_, model, _)| model.delay).sum()
 }

@@ -3,7 +3,7 @@
 //! the TLS leg the server would read as a wrong password. The forwarding loop stops before the
 //! command goes upstream ([`Ended::ChangeUser`](crate::relay::Ended)), this relays the exchange
 //! with rttscope's key standing in (see `stand_in`), and the loop resumes after the server's
-//! answer. The exchange pays no emulated round trips.
+//! answer. On an emulated link the exchange pays its round trips, as the login's did.
 //!
 //! Either leg may be compressed. Towards a compressed server the command starts a frame with
 //! sequence id 0 (marked here, as the pump marks the commands it writes); the packets after it
@@ -50,12 +50,15 @@ pub(in crate::relay) enum ChangedUser {
 }
 
 /// Relays the exchange of the `COM_CHANGE_USER` at the front of `legs.client_pending`, until
-/// the server's OK or ERR; what either side sent beyond it is left pending for the loop.
+/// the server's OK or ERR, each of the server's answers `rtt` (the emulated link's) after
+/// what it answers went upstream; what either side sent beyond it is left pending for the
+/// loop.
 pub(in crate::relay) async fn change_user(
     legs: &mut Legs,
     session: &mut Session,
     tap: &mut Observers,
     stand_in: &ChangeUserStandIn,
+    rtt: Duration,
     timeout: Duration,
 ) -> Result<ChangedUser, RelayError> {
     let Legs { client, upstream, client_pending, upstream_pending } = legs;
@@ -65,7 +68,7 @@ pub(in crate::relay) async fn change_user(
     let mut upstream = Framed::with_pending(upstream, std::mem::take(upstream_pending));
     let watch = Watch::StandIn(StandIn::for_change_user(stand_in.keys.clone(), stand_in.scramble.clone()));
     // A command: both legs' sequence ids start at 0, no delta.
-    let auth = relay_auth(&mut client, &mut upstream, 0, Duration::ZERO, Some(watch), session, tap);
+    let auth = relay_auth(&mut client, &mut upstream, 0, rtt, Some(watch), session, tap);
     let ended = match timers::timeout(timeout, auth).await {
         Ok(ended) => ended?,
         Err(_) => AuthEnd::Refused {
