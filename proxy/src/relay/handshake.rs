@@ -287,7 +287,9 @@ fn offered_to_client(s: &Settings<'_>, server_caps: u64) -> u64 {
 /// rttscope sent one. A client that keeps rttscope waiting past `first_byte_timeout` (or
 /// past the contended grace while others wait for its slot) is told and closed.
 async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step<(Answered, TcpStream)>, RelayError> {
+    // `listed` first: dropped last, after the client socket, on every way out.
     let Greeted {
+        listed,
         mut client,
         mut upstream,
         greeting,
@@ -296,7 +298,6 @@ async fn read_client_response(greeted: Greeted, s: &Settings<'_>) -> Result<Step
         server_caps,
         offered,
         at,
-        listed,
     } = greeted;
     let first = read_first_client_packet(&mut client, &mut upstream);
     let waited = s.wait_for_client(
