@@ -63,16 +63,32 @@ fn modes_of(pick: u8) -> SqlModes {
     modes
 }
 
-/// The words of a normalised text, lower case: runs of letters, digits, `_` and `$`.
+/// The words of a normalised text, lower case: runs of letters, `_` and `$`, and runs of
+/// digits, each a word of its own. Digits and letters apart because a number is masked up to
+/// where its token ends: `0.4DM` is a number and the name `DM` in one reading and, inside a
+/// quoted name, part of the name `4DM` in another; the `dm` kept is part of a name in both.
 fn words(text: &str) -> HashSet<String> {
     // Lower case first and a character at a time, as the normaliser writes names: `İ` lowers
     // to `i` and a combining dot, and `Σ` to `σ` wherever it stands.
     let lower: String = text.chars().flat_map(char::to_lowercase).collect();
-    lower
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut words = HashSet::new();
+    let mut word = String::new();
+    let mut digits = false;
+    for c in lower.chars() {
+        let in_word = c.is_alphanumeric() || c == '_' || c == '$';
+        let is_digit = c.is_numeric();
+        if !word.is_empty() && (!in_word || is_digit != digits) {
+            words.insert(std::mem::take(&mut word));
+        }
+        if in_word {
+            word.push(c);
+            digits = is_digit;
+        }
+    }
+    if !word.is_empty() {
+        words.insert(word);
+    }
+    words
 }
 
 fn run_in(sql: &[u8], mode: SqlMode, reused: &mut Fingerprinter) {
