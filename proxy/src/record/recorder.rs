@@ -378,6 +378,7 @@ impl Observer for Recorder {
         self.rows.result_set();
     }
 
+    #[inline(always)]
     fn column(&mut self, definition: &[u8], of: ColumnOf) {
         // Types serve binary rows (an execute's, a fetch's) and a prepared statement's later
         // executes: a text result set's rows are sampled without them, and its definitions
@@ -393,6 +394,7 @@ impl Observer for Recorder {
         }
     }
 
+    #[inline(always)]
     fn row(&mut self, prefix: &[u8]) {
         let Some(front) = self.in_flight.front() else { return };
         let binary = matches!(front.record.command, COM_STMT_EXECUTE | COM_STMT_FETCH);

@@ -78,11 +78,13 @@ impl<T: Observer> Observer for Option<T> {
             t.result_set(columns);
         }
     }
+    #[inline(always)]
     fn column(&mut self, definition: &[u8], of: ColumnOf) {
         if let Some(t) = self {
             t.column(definition, of);
         }
     }
+    #[inline(always)]
     fn row(&mut self, prefix: &[u8]) {
         if let Some(t) = self {
             t.row(prefix);
@@ -168,9 +170,11 @@ macro_rules! tell_each {
             fn command(&mut self, command: &$crate::protocol::CommandPacket<'_>) { $($crate::protocol::Observer::command(&mut self.$i, command);)+ }
             fn response_started(&mut self) { $($crate::protocol::Observer::response_started(&mut self.$i);)+ }
             fn result_set(&mut self, columns: u32) { $($crate::protocol::Observer::result_set(&mut self.$i, columns);)+ }
+            #[inline(always)]
             fn column(&mut self, definition: &[u8], of: $crate::protocol::ColumnOf) {
                 $($crate::protocol::Observer::column(&mut self.$i, definition, of);)+
             }
+            #[inline(always)]
             fn row(&mut self, prefix: &[u8]) { $($crate::protocol::Observer::row(&mut self.$i, prefix);)+ }
             fn finished(&mut self, summary: &$crate::protocol::Summary) { $($crate::protocol::Observer::finished(&mut self.$i, summary);)+ }
             fn identity(&mut self, identity: &$crate::protocol::Identity) { $($crate::protocol::Observer::identity(&mut self.$i, identity);)+ }
