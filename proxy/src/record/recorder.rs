@@ -314,6 +314,7 @@ fn attribute_to_statement(
 }
 
 impl Observer for Recorder {
+    #[inline(always)]
     fn command_started(&mut self, _command: u8) {
         self.send_held();
         self.started_us = Some(self.now_us);
@@ -512,6 +513,7 @@ impl Tap for Recorder {
         self.down_irregular |= direction == Direction::ToClient;
     }
 
+    #[inline(always)]
     fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         self.send_held();
         if direction == Direction::ToClient {
