@@ -85,6 +85,7 @@ impl Episode {
         Episode { run, counted: Vec::new(), by_statement: HashMap::default(), last: 0, best: None }
     }
 
+    #[inline(always)]
     fn add(&mut self, step: &Step, id: FingerprintId, text: &Arc<str>, ctx: &Context) {
         self.run.add_step(step, ctx);
         // A statement's text is the same whichever of its commands brought it: `text`

@@ -99,8 +99,53 @@ impl Detector for ConnectionChurn {
         &[Kind::ConnectionChurn]
     }
 
+    /// Inline for the common case, a command of the application being followed (its time
+    /// added); the rest is [`ConnectionChurn::follow`]'s.
+    #[inline(always)]
     fn command(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         self.last = None;
+        if r.command != CONNECT
+            && let Some((app, us)) = &mut self.unsettled
+            && *app == ctx.app
+        {
+            *us += r.latency_us();
+            return;
+        }
+        self.follow(r, ctx, ended);
+    }
+
+    fn last_extended(&self) -> Option<&Run> {
+        self.last.as_ref().and_then(|k| self.apps.get(k)).and_then(|a| a.run.as_ref())
+    }
+
+    fn connection_closed(&mut self, _conn_id: u64, _ended: &mut Vec<Run>) {
+        // An application's churn outlives each of its connections: that is what churn is.
+        self.last = None;
+    }
+
+    fn in_progress(&self, out: &mut Vec<Run>) {
+        let unsettled = |key: &AppId| self.unsettled.filter(|(app, _)| app == key).map_or(0, |(_, us)| us);
+        out.extend(self.apps.iter().filter_map(|(key, app)| app.run_now(unsettled(key))));
+    }
+
+    fn bar(&self, run: &Run) -> Option<Bar> {
+        let Detail::Churn { setup_us, recorded_us } = run.detail else { return None };
+        (share(setup_us, recorded_us) >= self.min_share)
+            .then_some(Bar { min_executions: self.min_connections, min_projected_cost_us: 0 })
+    }
+
+    fn clear(&mut self) {
+        self.apps.clear();
+        self.last = None;
+        self.unsettled = None;
+    }
+}
+
+impl ConnectionChurn {
+    /// What [`Detector::command`] does beside adding a command's time to the application
+    /// followed: a login, or another application's command.
+    #[inline(never)]
+    fn follow(&mut self, r: &CommandRecord, ctx: &Context, ended: &mut Vec<Run>) {
         let key = ctx.app;
         let setup = r.command == CONNECT;
         if !setup {
@@ -146,32 +191,6 @@ impl Detector for ConnectionChurn {
         if setup {
             self.last = Some(key);
         }
-    }
-
-    fn last_extended(&self) -> Option<&Run> {
-        self.last.as_ref().and_then(|k| self.apps.get(k)).and_then(|a| a.run.as_ref())
-    }
-
-    fn connection_closed(&mut self, _conn_id: u64, _ended: &mut Vec<Run>) {
-        // An application's churn outlives each of its connections: that is what churn is.
-        self.last = None;
-    }
-
-    fn in_progress(&self, out: &mut Vec<Run>) {
-        let unsettled = |key: &AppId| self.unsettled.filter(|(app, _)| app == key).map_or(0, |(_, us)| us);
-        out.extend(self.apps.iter().filter_map(|(key, app)| app.run_now(unsettled(key))));
-    }
-
-    fn bar(&self, run: &Run) -> Option<Bar> {
-        let Detail::Churn { setup_us, recorded_us } = run.detail else { return None };
-        (share(setup_us, recorded_us) >= self.min_share)
-            .then_some(Bar { min_executions: self.min_connections, min_projected_cost_us: 0 })
-    }
-
-    fn clear(&mut self) {
-        self.apps.clear();
-        self.last = None;
-        self.unsettled = None;
     }
 }
 

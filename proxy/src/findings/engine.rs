@@ -98,6 +98,7 @@ impl FindingsEngine {
     }
 
     /// Follows one event: commands feed the detectors, logins name the application and driver, closes end the connection's runs.
+    #[inline(always)]
     pub fn observe(&mut self, event: &Event) {
         let mut ended = Vec::new();
         let now_us = match event {
@@ -140,7 +141,10 @@ impl FindingsEngine {
                 *at_us
             }
         };
-        self.record(ended, now_us);
+        // Most commands end no run: nothing to look at.
+        if !ended.is_empty() {
+            self.record(ended, now_us);
+        }
     }
 
     fn command(&mut self, r: &CommandRecord, ended: &mut Vec<Run>) {

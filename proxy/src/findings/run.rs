@@ -126,6 +126,7 @@ pub struct Step {
 }
 
 impl Step {
+    #[inline(always)]
     pub fn of(r: &CommandRecord) -> Step {
         Step {
             conn_id: r.conn_id,
@@ -243,6 +244,7 @@ impl Run {
     }
 
     /// Adds one of the pattern's own commands, as remembered.
+    #[inline(always)]
     pub fn add_step(&mut self, r: &Step, ctx: &Context) {
         self.busy.add(r.request_us, r.last_byte_us);
         self.commands_us += r.last_byte_us.saturating_sub(r.request_us);

@@ -403,6 +403,7 @@ impl Aggregates {
 
     /// Counts a command in the Prometheus metrics alone: the cumulative recording's part
     /// when the rest of the command goes to a rolling window's slot ([`Recording`](super::Recording)).
+    #[inline(always)]
     pub fn meter(&mut self, r: &CommandRecord) {
         if self.metered {
             self.metrics.record(r);

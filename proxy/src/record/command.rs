@@ -179,6 +179,7 @@ impl CommandRecord {
     /// ([`super::pool::boxed`]) is rewritten where it is rather than a record being built
     /// beside it and copied in (a few hundred bytes a command: some 60 instructions,
     /// callgrind). Every field is named: a new one does not compile until it is reset here.
+    #[inline(always)]
     pub fn reset(&mut self, conn_id: u64, command: u8, fingerprint: FingerprintId, text: Arc<str>, request_us: u64) {
         let CommandRecord {
             conn_id: conn,

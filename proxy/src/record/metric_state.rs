@@ -131,6 +131,7 @@ impl CommandMetrics {
     }
 
     /// Counts one command in every histogram, its command name and its statement's series.
+    #[inline(always)]
     pub fn record(&mut self, r: &CommandRecord) {
         self.statements.record(r);
         self.result_bytes.observe(r.bytes_down as f64);

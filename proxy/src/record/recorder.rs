@@ -314,6 +314,7 @@ fn attribute_to_statement(
 }
 
 impl Observer for Recorder {
+    #[inline(always)]
     fn command_started(&mut self, _command: u8) {
         self.send_held();
         self.started_us = Some(self.now_us);
@@ -378,6 +379,7 @@ impl Observer for Recorder {
         self.rows.result_set();
     }
 
+    #[inline(always)]
     fn column(&mut self, definition: &[u8], of: ColumnOf) {
         // Types serve binary rows (an execute's, a fetch's) and a prepared statement's later
         // executes: a text result set's rows are sampled without them, and its definitions
@@ -393,6 +395,7 @@ impl Observer for Recorder {
         }
     }
 
+    #[inline(always)]
     fn row(&mut self, prefix: &[u8]) {
         let Some(front) = self.in_flight.front() else { return };
         let binary = matches!(front.record.command, COM_STMT_EXECUTE | COM_STMT_FETCH);
@@ -510,6 +513,7 @@ impl Tap for Recorder {
         self.down_irregular |= direction == Direction::ToClient;
     }
 
+    #[inline(always)]
     fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         self.send_held();
         if direction == Direction::ToClient {

@@ -64,6 +64,7 @@ impl RowSample {
 
     /// A row: its first bytes, in the binary protocol when `binary`, read
     /// with `known_columns` when the response carried no metadata.
+    #[inline(always)]
     pub fn row(&mut self, prefix: &[u8], binary: bool, known_columns: &[(u8, bool)]) {
         if self.result_sets > 1 || self.rows >= SAMPLE_ROWS {
             return;

@@ -107,6 +107,7 @@ impl StatementSeries {
         }
     }
 
+    #[inline(always)]
     fn add(&mut self, r: &CommandRecord) {
         let latency_us = r.latency_us();
         self.duration_seconds.observe(latency_us as f64 / 1e6);
@@ -168,10 +169,18 @@ impl StatementMetrics {
     }
 
     /// Counts a command in its statement's series, or in `other` while it is only a candidate.
+    #[inline(always)]
     pub fn record(&mut self, r: &CommandRecord) {
-        if let Some(series) = self.labelled.get_mut(&r.fingerprint) {
-            series.add(r);
-        } else if self.labelled.len() < self.top {
+        match self.labelled.get_mut(&r.fingerprint) {
+            Some(series) => series.add(r),
+            None => self.record_unlabelled(r),
+        }
+    }
+
+    /// [`StatementMetrics::record`] for a statement without a series of its own yet.
+    #[inline(never)]
+    fn record_unlabelled(&mut self, r: &CommandRecord) {
+        if self.labelled.len() < self.top {
             let mut series = StatementSeries::new(Names::of(r));
             series.add(r);
             self.labelled.insert(r.fingerprint, series);

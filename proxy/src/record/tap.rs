@@ -58,6 +58,7 @@ impl Tap for () {}
 
 /// A tap that may be absent (recording switched off).
 impl<T: Observer> Observer for Option<T> {
+    #[inline(always)]
     fn command_started(&mut self, command: u8) {
         if let Some(t) = self {
             t.command_started(command);
@@ -78,11 +79,13 @@ impl<T: Observer> Observer for Option<T> {
             t.result_set(columns);
         }
     }
+    #[inline(always)]
     fn column(&mut self, definition: &[u8], of: ColumnOf) {
         if let Some(t) = self {
             t.column(definition, of);
         }
     }
+    #[inline(always)]
     fn row(&mut self, prefix: &[u8]) {
         if let Some(t) = self {
             t.row(prefix);
@@ -106,6 +109,7 @@ impl<T: Observer> Observer for Option<T> {
 }
 
 impl<T: Tap> Tap for Option<T> {
+    #[inline(always)]
     fn arrived(&mut self, direction: Direction, arrived_us: u64, released_us: u64, len: usize) {
         if let Some(t) = self {
             t.arrived(direction, arrived_us, released_us, len);
@@ -164,13 +168,16 @@ impl<T: Tap> Tap for Option<T> {
 macro_rules! tell_each {
     ([$($observers:tt)*] [$($taps:tt)*] $ty:ty { $($i:tt),+ }) => {
         impl<$($observers)*> $crate::protocol::Observer for $ty {
+            #[inline(always)]
             fn command_started(&mut self, command: u8) { $($crate::protocol::Observer::command_started(&mut self.$i, command);)+ }
             fn command(&mut self, command: &$crate::protocol::CommandPacket<'_>) { $($crate::protocol::Observer::command(&mut self.$i, command);)+ }
             fn response_started(&mut self) { $($crate::protocol::Observer::response_started(&mut self.$i);)+ }
             fn result_set(&mut self, columns: u32) { $($crate::protocol::Observer::result_set(&mut self.$i, columns);)+ }
+            #[inline(always)]
             fn column(&mut self, definition: &[u8], of: $crate::protocol::ColumnOf) {
                 $($crate::protocol::Observer::column(&mut self.$i, definition, of);)+
             }
+            #[inline(always)]
             fn row(&mut self, prefix: &[u8]) { $($crate::protocol::Observer::row(&mut self.$i, prefix);)+ }
             fn finished(&mut self, summary: &$crate::protocol::Summary) { $($crate::protocol::Observer::finished(&mut self.$i, summary);)+ }
             fn identity(&mut self, identity: &$crate::protocol::Identity) { $($crate::protocol::Observer::identity(&mut self.$i, identity);)+ }
@@ -178,6 +185,7 @@ macro_rules! tell_each {
         }
 
         impl<$($taps)*> $crate::record::Tap for $ty {
+            #[inline(always)]
             fn arrived(&mut self, direction: $crate::protocol::Direction, arrived_us: u64, released_us: u64, len: usize) {
                 $($crate::record::Tap::arrived(&mut self.$i, direction, arrived_us, released_us, len);)+
             }

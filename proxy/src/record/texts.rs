@@ -127,6 +127,7 @@ impl Texts {
 
     /// A `COM_QUERY`: fingerprints `sql` into `record` as [`Texts::sql`] does, and returns
     /// the modes the session may be in once it has run, if it may change them ([`sql_mode_after`]).
+    #[inline(always)]
     pub fn query(&mut self, record: &mut CommandRecord, sql: &[u8], mode: SqlModes) -> Option<SqlModes> {
         let (found, first_time) = self.look_up(sql, mode);
         if let Some(facts) = found.facts(&self.raw) {
@@ -140,6 +141,7 @@ impl Texts {
 
     /// The facts of `sql` under `mode`, and whether its normalised text is new to the
     /// connection: in a raw slot if it is short enough to be kept.
+    #[inline(always)]
     fn look_up(&mut self, sql: &[u8], mode: SqlModes) -> (Found, bool) {
         if sql.len() > RAW_MAX {
             let (facts, first_time) = self.fingerprint(sql, mode);
@@ -223,6 +225,7 @@ impl Found {
 
 /// Writes `facts` of `sql` into `record`; returns its origin, which `origins` reads from the
 /// text's sqlcommenter tags.
+#[inline(always)]
 fn fill(
     record: &mut CommandRecord,
     sql: &[u8],

@@ -126,6 +126,15 @@ impl Windows {
         if self.max_us == 0 {
             return;
         }
+        // The common case first: a command, in the slot of its last byte, in one look-up of
+        // its connection.
+        if let Event::Command(r) = event {
+            self.make_slot_for(r.last_byte_us, settled);
+            if let Some(slot) = self.slots.back_mut() {
+                slot.aggregates.apply_command(r, &self.open);
+            }
+            return;
+        }
         let at = match event {
             Event::Connected(c) => Some(c.at_us),
             Event::Closed { conn_id: _, at_us } => Some(*at_us),
@@ -149,11 +158,6 @@ impl Windows {
         }
         // Disjoint fields: the newest slot, and the connection directory.
         let Some(slot) = self.slots.back_mut().map(|s| &mut s.aggregates) else { return };
-        if let Event::Command(r) = event {
-            // The common case, in one look-up of the connection.
-            slot.apply_command(r, &self.open);
-            return;
-        }
         if let Some(template) = self.open.get(&conn_id) {
             slot.adopt_connection(template);
         }
@@ -175,11 +179,18 @@ impl Windows {
     /// event is late (events of different connections arrive a little out of order; a
     /// late one goes to the newest slot). The slot it replaces as the newest is merged into
     /// `settled`.
+    #[inline(always)]
     fn make_slot_for(&mut self, at_us: u64, settled: &mut Aggregates) {
         let start = at_us - at_us % self.resolution_us;
         if self.slots.back().is_some_and(|s| s.start_us >= start) {
             return;
         }
+        self.new_slot(start, settled);
+    }
+
+    /// Begins the slot starting at `start` ([`Windows::make_slot_for`]).
+    #[inline(never)]
+    fn new_slot(&mut self, start: u64, settled: &mut Aggregates) {
         // Slots that no window can reach any more go first.
         let oldest = start.saturating_sub(self.max_us);
         while self.slots.front().is_some_and(|s| s.start_us + self.resolution_us <= oldest) {
