@@ -149,16 +149,10 @@ impl ConnectionChurn {
         let key = ctx.app;
         let setup = r.command == CONNECT;
         if !setup {
-            // Any other command only adds its time, to an application already followed
-            // (see `settle`).
-            let latency = r.latency_us();
-            match &mut self.unsettled {
-                Some((app, us)) if *app == key => *us += latency,
-                _ => {
-                    self.settle();
-                    self.unsettled = Some((key, latency));
-                }
-            }
+            // Another application's command (the followed one's was added inline): settle
+            // the one followed, and follow this one (see `settle`).
+            self.settle();
+            self.unsettled = Some((key, r.latency_us()));
             return;
         }
         self.settle();
