@@ -11,6 +11,8 @@
 //! start lets it either, a round trip for each doubling of the window from the kernel's
 //! initial ten segments — what a 40 MB result costs over a long link of any bandwidth.
 
+mod slow_start;
+
 use rttscope_config::Scenario;
 use serde::{Deserialize, Serialize};
 
@@ -90,15 +92,29 @@ fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
 }
 
 /// Projected wall time over a link of `rtt_us` and `bandwidth_bps`: the transfer takes what
-/// the bandwidth or slow start allows, whichever is slower, and the large responses' own
-/// streaming (the server producing, the client reading) goes on meanwhile: the longer of the
-/// two counts, not both.
+/// the bandwidth allows, or what slow start and the large responses' own streaming (the server
+/// producing, the client reading) take together, whichever is slower.
 pub fn project(m: Measured, rtt_us: u64, bandwidth_bps: Option<u64>) -> u64 {
     let base = m.base_commands_us();
     let streaming = m.large_responses.stream_us.min(base);
     let commands = (base - streaming).saturating_add(m.round_trips.saturating_mul(rtt_us));
-    let transfer = transfer_us(m.bytes, bandwidth_bps).max(m.large_responses.rounds.saturating_mul(rtt_us));
+    let large = large_responses_us(m.large_responses, streaming, rtt_us, bandwidth_bps);
+    let transfer = transfer_us(m.bytes, bandwidth_bps).max(m.as_wall(large));
     m.as_wall(commands).saturating_add(transfer.max(m.as_wall(streaming)))
+}
+
+/// The large responses over the target link, connection-time: each replayed as one of their
+/// average size and streaming (`streaming_us`, theirs here) through slow start at the server's
+/// pace ([`slow_start::response_us`]).
+fn large_responses_us(large: LargeResponses, streaming_us: u64, rtt_us: u64, bandwidth_bps: Option<u64>) -> u64 {
+    let n = large.responses;
+    if n == 0 {
+        // Counted before the responses were (a report saved by an older rttscope): slow
+        // start's round trips alone.
+        return large.rounds.saturating_mul(rtt_us);
+    }
+    let bytes_per_us = bandwidth_bps.filter(|&bw| bw > 0).map(|bw| bw as f64 / 8e6);
+    slow_start::response_us(large.bytes / n, streaming_us / n, rtt_us, bytes_per_us).saturating_mul(n)
 }
 
 /// A link in words: `15.00 ms RTT and 34 Mbit/s`.
@@ -201,10 +217,31 @@ mod tests {
         // 40 MB, read in 270 ms here, 250 ms of it streaming: at 80 ms over a link of no limit,
         // eleven more round trips; at 34 Mbit/s, the bandwidth's 9.4 s. The server and the
         // client stream meanwhile, so the streaming counts only where it is the longer.
-        let large_responses = LargeResponses { rounds: 11, stream_us: 250_000 };
+        let large_responses = LargeResponses { rounds: 11, stream_us: 250_000, responses: 1, bytes: 40_000_000 };
         let m = Measured { bytes: 40_000_000, large_responses, ..measured(270_000, 1, 0, 0) };
-        assert_eq!(project(m, 80_000, None), 20_000 + 80_000 + 11 * 80_000);
-        assert_eq!(project(m, 80_000, Some(34_000_000)), 20_000 + 80_000 + 40_000_000 * 8_000_000 / 34_000_000);
-        assert_eq!(project(m, 5_000, None), 20_000 + 5_000 + 250_000, "the streaming outlasts 11 rounds of 5 ms");
+        let far = project(m, 80_000, None) - 20_000 - 80_000;
+        assert!((11 * 80_000..12 * 80_000).contains(&far), "{far}");
+        // At 34 Mbit/s the window reaches the pipe (340 KB) in five round trips, carrying 31
+        // initial windows meanwhile; the rest goes at the bandwidth.
+        let ramp = 5 * 80_000 + (40_000_000 - 31 * 14_480) * 8 / 34;
+        assert_eq!(project(m, 80_000, Some(34_000_000)), 20_000 + 80_000 + ramp);
+        // At 1 ms the window outruns the server within a few round trips: its streaming.
+        assert_eq!(project(m, 1_000, None), 20_000 + 1_000 + 250_000, "the streaming outlasts slow start");
+    }
+
+    #[test]
+    fn a_server_that_outruns_the_window_waits_for_it() {
+        // The what-if benchmark's 40 MB read, streamed in 80 ms of an 88 ms base: at 5 ms the
+        // server fills its send buffer while the window is still opening and waits for it, so
+        // the read takes longer than its streaming or slow start's eleven round trips (55 ms)
+        // — measured over the emulated link, about 20 ms longer.
+        let large_responses = LargeResponses { rounds: 11, stream_us: 80_000, responses: 1, bytes: 40_000_000 };
+        let m = Measured { bytes: 40_000_000, large_responses, ..measured(88_000, 1, 0, 0) };
+        let transfer = project(m, 5_000, None) - 8_000 - 5_000;
+        assert!((95_000..=110_000).contains(&transfer), "{transfer}");
+        // Two such reads take twice as long as one.
+        let two = LargeResponses { rounds: 22, stream_us: 160_000, responses: 2, bytes: 80_000_000 };
+        let m2 = Measured { bytes: 80_000_000, large_responses: two, ..measured(176_000, 2, 0, 0) };
+        assert_eq!(project(m2, 5_000, None) - 16_000 - 10_000, 2 * transfer);
     }
 }

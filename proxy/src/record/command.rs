@@ -29,7 +29,7 @@ impl Values {
 }
 
 /// TCP's initial window: ten segments of a 1,448-byte MSS (Linux's `initcwnd`).
-const INITIAL_WINDOW: u64 = 10 * 1448;
+pub(crate) const INITIAL_WINDOW: u64 = 10 * 1448;
 
 /// [`CommandRecord::slow_start_rounds`] of a response of `bytes`.
 fn slow_start_rounds(bytes: u64) -> u64 {
@@ -38,8 +38,8 @@ fn slow_start_rounds(bytes: u64) -> u64 {
 }
 
 /// What TCP's slow start does to some commands' large responses over a far link, summed.
-/// Flattened into the report's objects, so its keys read `slow_start_rounds` and
-/// `slow_start_stream_us` there.
+/// Flattened into the report's objects, so its keys read `slow_start_rounds`,
+/// `slow_start_stream_us`, `slow_start_responses` and `slow_start_bytes` there.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LargeResponses {
     /// Round trips slow start adds to the responses ([`CommandRecord::slow_start_rounds`]).
@@ -50,18 +50,31 @@ pub struct LargeResponses {
     /// rounds overlap.
     #[serde(rename = "slow_start_stream_us", default)]
     pub stream_us: u64,
+    /// How many responses slow start stretches: a projection replays one of their average
+    /// size and streaming over the target link (`findings::whatif`).
+    #[serde(rename = "slow_start_responses", default)]
+    pub responses: u64,
+    /// Their bytes down on the long hop's wire, summed.
+    #[serde(rename = "slow_start_bytes", default)]
+    pub bytes: u64,
 }
 
 impl LargeResponses {
     /// One command's.
     pub fn of(r: &CommandRecord) -> LargeResponses {
-        LargeResponses { rounds: r.slow_start_rounds(), stream_us: r.stream_us() }
+        let rounds = r.slow_start_rounds();
+        if rounds == 0 {
+            return LargeResponses::default();
+        }
+        LargeResponses { rounds, stream_us: r.stream_us(), responses: 1, bytes: r.wire().1 }
     }
 
     /// Sums `other` into this.
     pub fn add(&mut self, other: LargeResponses) {
         self.rounds += other.rounds;
         self.stream_us += other.stream_us;
+        self.responses += other.responses;
+        self.bytes += other.bytes;
     }
 }
 

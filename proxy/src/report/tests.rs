@@ -204,7 +204,12 @@ pub(super) fn full_report() -> Report {
             unparsed: 1,
             inject_late_us: 3_200,
             inject_lateness: LatencySummary { p50: 20, p95: 300, p99: 410, max: 900, sum: 3_200 },
-            large_responses: crate::record::LargeResponses { rounds: 4, stream_us: 120_000 },
+            large_responses: crate::record::LargeResponses {
+                rounds: 4,
+                stream_us: 120_000,
+                responses: 1,
+                bytes: 200_000,
+            },
         },
         queries: vec![QueryReport {
             fingerprint: HOSTILE_SQL.into(),
