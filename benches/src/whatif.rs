@@ -103,7 +103,14 @@ pub struct Plan {
     pub rehearsal_ms: u64,
     /// Runs of each workload over each link, taken in turn; every figure is their median.
     pub runs: u32,
+    /// A smoke run (`--quick`): fewer cells and repetitions, `runs` as given.
+    pub quick: bool,
 }
+
+/// Runs of the large read at least, outside `--quick`: one 40 MB read of about 100 ms varies
+/// by a quarter from one run to the next on a 2-CPU machine (74-158 ms in one session), so
+/// the median of three can sit a fifth from the next three's, the whole of the target.
+const LARGE_READ_RUNS: u32 = 7;
 
 impl Plan {
     /// `only`: the workloads to run (empty: all of them); `runs`: of each, over each link.
@@ -117,6 +124,16 @@ impl Plan {
             large_rows: if quick { 4_000 } else { 40_000 },
             rehearsal_ms: 15,
             runs: runs.max(1),
+            quick,
+        }
+    }
+
+    /// Runs of `workload` over each link: `runs`, and at least [`LARGE_READ_RUNS`] of the
+    /// large read in a full run.
+    pub fn runs_of(&self, workload: Workload) -> u32 {
+        match workload {
+            Workload::LargeRead if !self.quick => self.runs.max(LARGE_READ_RUNS),
+            _ => self.runs,
         }
     }
 }
@@ -167,8 +184,9 @@ pub async fn run(plan: &Plan) -> Result<Vec<Row>> {
         let mut measured: Vec<Vec<u64>> = vec![Vec::new(); plan.cells.len()];
         // Run after run over every link in turn, so that a busy spell of the machine falls on
         // one run of several cells rather than on every run of one.
-        for run in 1..=plan.runs {
-            eprintln!("whatif: {}, run {run}/{}", workload.name(), plan.runs);
+        let runs = plan.runs_of(workload);
+        for run in 1..=runs {
+            eprintln!("whatif: {}, run {run}/{runs}", workload.name());
             plains.push(recorded(plan, workload, None).await?);
             rehearsals.push(recorded(plan, workload, Some(Cell { rtt_ms: plan.rehearsal_ms, mbit: None })).await?);
             for (cell, runs) in plan.cells.iter().zip(&mut measured) {
@@ -376,25 +394,19 @@ pub fn markdown(plan: &Plan, rows: &[Row]) -> String {
             ));
         }
     }
-    out.push_str(&format!(
-        "\nMeasured (wall time in commands, the workload over each emulated link{}):\n\n| workload |",
-        if plan.runs > 1 {
-            format!("; the median of {} runs, fastest–slowest below it", plan.runs)
-        } else {
-            String::new()
-        }
-    ));
+    out.push_str("\nMeasured (wall time in commands, the workload over each emulated link; each cell the median of the runs the row names, fastest–slowest below it):\n\n| workload | runs |");
     for cell in &plan.cells {
         out.push_str(&format!(" {} |", cell.name()));
     }
-    out.push_str("\n|---|");
+    out.push_str("\n|---|---|");
     out.push_str(&"---|".repeat(plan.cells.len()));
     out.push('\n');
     for row in rows {
-        out.push_str(&format!("| {} |", row.workload.name()));
+        let runs = plan.runs_of(row.workload);
+        out.push_str(&format!("| {} | {runs} |", row.workload.name()));
         for (m, (fastest, slowest)) in row.measured_us.iter().zip(&row.measured_range_us) {
             out.push_str(&format!(" {}", rttscope::human::us(*m)));
-            if plan.runs > 1 {
+            if runs > 1 {
                 out.push_str(&format!(" ({}–{})", rttscope::human::us(*fastest), rttscope::human::us(*slowest)));
             }
             out.push_str(" |");

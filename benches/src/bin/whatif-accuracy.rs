@@ -17,8 +17,8 @@ struct Args {
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Workload>,
     /// Runs of each workload over each link, taken in turn; the table shows their medians and
-    /// each measured cell's fastest and slowest run. One run of the large read can be half
-    /// another's on a shared machine: `--only large-read --runs 5` checks it.
+    /// each measured cell's fastest and slowest run. The large read takes at least seven
+    /// outside `--quick`: one run of it can be half another's.
     #[arg(long, default_value_t = 1)]
     runs: u32,
 }
