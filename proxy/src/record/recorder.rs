@@ -476,23 +476,27 @@ impl Observer for Recorder {
 }
 
 impl Tap for Recorder {
-    fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
+    fn released_late(&mut self, direction: Direction, late_us: i64, peer_us: u64) {
+        let (late, early) = (late_us.max(0).unsigned_abs(), late_us.min(0).unsigned_abs());
         match direction {
-            // The request went on that much later: the server saw it then. (How long the
-            // server then took to read it is its own time.)
+            // The request went on that much later (or earlier): the server saw it then. (How
+            // long the server then took to read it is its own time.)
             Direction::ToUpstream => {
                 if let Some(f) = self.in_flight.back_mut() {
-                    f.record.late_us = late_us;
+                    f.record.late_us = late;
+                    f.record.injected_us = f.record.injected_us.saturating_sub(early);
                 }
             }
             // The response's end reached the client that much later: late by the link, then
             // by the client itself, not reading on (its time, as it would be without the link).
+            // Or that much earlier: the link held it less than its schedule said.
             Direction::ToClient => {
                 self.held_end = None;
                 if let Some(mut record) = self.awaiting_release.take() {
-                    record.late_us += late_us;
-                    record.injected_us += late_us;
-                    record.last_byte_us += late_us + peer_us;
+                    let early = early.min(record.injected_us).min(record.latency_us());
+                    record.late_us += late;
+                    record.injected_us = record.injected_us + late - early;
+                    record.last_byte_us = record.last_byte_us + late + peer_us - early;
                     self.sink.send(Event::Command(record));
                 }
             }

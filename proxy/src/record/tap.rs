@@ -29,10 +29,11 @@ pub trait Tap: Observer {
     fn buffer_filled(&mut self, _direction: Direction) {}
     /// Bytes an emulated link held went out `late_us` after the moment they were due: its
     /// timers' and the relay's own lateness (a busy machine), time the link added beyond its
-    /// settings; then `peer_us` more because the peer was not taking them (a client reading
-    /// slower than the link released): the peer's time, not the link's. Told for the write
-    /// that sent the last bytes due so far.
-    fn released_late(&mut self, _direction: Direction, _late_us: u64, _peer_us: u64) {}
+    /// settings — or, negative, before it: the timer fired ahead by the wake-up it expected,
+    /// and the wake-up was quicker; then `peer_us` more because the peer was not taking them
+    /// (a client reading slower than the link released): the peer's time, not the link's.
+    /// Told for the write that sent the last bytes due so far.
+    fn released_late(&mut self, _direction: Direction, _late_us: i64, _peer_us: u64) {}
     /// The handshake was relayed: who connected, as whom.
     fn connected(&mut self, _client: &str, _response: &HandshakeResponse41, _legs: &Legs) {}
     /// rttscope stopped (`true`) or resumed reading upstream because the
@@ -125,7 +126,7 @@ impl<T: Tap> Tap for Option<T> {
             t.buffer_filled(direction);
         }
     }
-    fn released_late(&mut self, direction: Direction, late_us: u64, peer_us: u64) {
+    fn released_late(&mut self, direction: Direction, late_us: i64, peer_us: u64) {
         if let Some(t) = self {
             t.released_late(direction, late_us, peer_us);
         }
@@ -195,7 +196,7 @@ macro_rules! tell_each {
             fn buffer_filled(&mut self, direction: $crate::protocol::Direction) {
                 $($crate::record::Tap::buffer_filled(&mut self.$i, direction);)+
             }
-            fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: u64, peer_us: u64) {
+            fn released_late(&mut self, direction: $crate::protocol::Direction, late_us: i64, peer_us: u64) {
                 $($crate::record::Tap::released_late(&mut self.$i, direction, late_us, peer_us);)+
             }
             fn connected(&mut self, client: &str, response: &$crate::protocol::handshake::HandshakeResponse41, legs: &$crate::live::Legs) {

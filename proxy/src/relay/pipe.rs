@@ -62,8 +62,9 @@ pub(super) struct HalfPipe {
     line_full_since: Option<Instant>,
     line_stalled_us: u64,
     /// How late the last bytes the emulated link released went out, µs, until the pump
-    /// takes it: the link's lateness, then the wait for a peer that was not taking them.
-    released_late_us: Option<(u64, u64)>,
+    /// takes it: the link's lateness (negative: early, its timer having fired ahead by more
+    /// than the wake-up took), then the wait for a peer that was not taking them.
+    released_late_us: Option<(i64, u64)>,
     /// On an emulated link, since when released bytes have waited for a peer that is not
     /// taking them (a client reading a large result slower than the link lets it go): from
     /// then on their lateness is the peer's, not the link's. Cleared once it takes all.
@@ -515,8 +516,8 @@ impl HalfPipe {
         }
     }
 
-    /// On an emulated link, once every byte it held is written: how long after the last of
-    /// them was due (a clock read per drained link, never on the fast path), split at the
+    /// On an emulated link, once every byte it held is written: how long after (or before) the
+    /// last of them was due (a clock read per drained link, never on the fast path), split at the
     /// moment the peer stopped taking released bytes — before it, the link's lateness (its
     /// timers, the relay); after it, the peer's own pace. The last bytes are what a command
     /// waits for; earlier ones' lateness moves nothing the schedule fixes.
@@ -529,14 +530,19 @@ impl HalfPipe {
             let now = std::time::Instant::now();
             let held_from = self.peer_held_since.map_or(now, |since| since.clamp(due.min(now), now));
             let micros = |d: std::time::Duration| d.as_micros() as u64;
-            let link = micros(held_from.saturating_duration_since(due));
+            // The timer fires ahead of the release by the wake-up it expects; a quicker wake-up
+            // sends the bytes that much early, and the client has them then.
+            let link = match held_from.checked_duration_since(due) {
+                Some(late) => i64::try_from(micros(late)).unwrap_or(i64::MAX),
+                None => -i64::try_from(micros(due - held_from)).unwrap_or(i64::MAX),
+            };
             self.released_late_us = Some((link, micros(now.saturating_duration_since(held_from))));
         }
     }
 
     /// How late the emulated link's last released bytes went out, once: `(link_us, peer_us)`,
-    /// the link's lateness, then how long the peer took to take them.
-    pub fn take_released_late(&mut self) -> Option<(u64, u64)> {
+    /// the link's lateness (negative: early), then how long the peer took to take them.
+    pub fn take_released_late(&mut self) -> Option<(i64, u64)> {
         self.released_late_us.take()
     }
 

@@ -312,11 +312,34 @@ async fn an_emulated_links_lateness_is_the_links_time() {
     assert_eq!(r.latency_us() - r.injected_us, 1_500);
 }
 
+/// The link's timer fires ahead of a release by the wake-up it expects; a quicker wake-up
+/// lets the bytes go early, and the peer has them then. The response's end is when the client
+/// got it and the link held each way that much less — before, the end stayed at its schedule,
+/// so an N+1 finding's span outlasted the client's own timing of the loop (by 333 µs under load).
+#[tokio::test]
+async fn bytes_an_emulated_link_let_go_early_count_as_sent_then() {
+    let mut rig = Rig::new();
+    // The request arrives at 1,000 µs, due upstream 7.5 ms later, and goes 200 µs early.
+    rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
+    rig.send(COM_QUERY, b"SELECT 1");
+    rig.recorder.released_late(Direction::ToUpstream, -200, 0);
+    // The answer arrives at 12,000 µs, due at the client at 19,500, and goes 300 µs early.
+    rig.recorder.arrived(Direction::ToClient, 12_000, 19_500, 20);
+    rig.answer(COM_QUERY, 1, None, false);
+    rig.recorder.released_late(Direction::ToClient, -300, 0);
+    let records = rig.records().await;
+    let r = records.iter().find(|r| r.command == COM_QUERY).expect("the query's record");
+    assert_eq!((r.request_us, r.last_byte_us), (1_000, 19_200));
+    assert_eq!((r.injected_us, r.late_us), (7_300 + 7_200, 0));
+    // The server's: from the request's real arrival upstream (8.3 ms) to its answer's (12 ms).
+    assert_eq!(r.latency_us() - r.injected_us, 3_700);
+}
+
 /// A 40 MB read over an emulated 15 ms link: the request arrives at 1 ms, due upstream 7.5 ms
 /// later and going `late_up` µs late; the response's first read arrives and is released at
 /// `first`, its last at `last`; the end goes `late_down` (the link's µs, then the client's)
 /// late. The query's record.
-async fn large_read(first: (u64, u64), last: (u64, u64), late_up: u64, late_down: (u64, u64)) -> CommandRecord {
+async fn large_read(first: (u64, u64), last: (u64, u64), late_up: i64, late_down: (i64, u64)) -> CommandRecord {
     let mut rig = Rig::new();
     rig.recorder.arrived(Direction::ToUpstream, 1_000, 8_500, 10);
     rig.send(COM_QUERY, b"SELECT REPEAT('x', 1000) FROM seq_1_to_40000");
