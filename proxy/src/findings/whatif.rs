@@ -9,7 +9,9 @@
 //! share of it the wall clock saw. Bytes pay the target bandwidth once, whatever the
 //! overlap, as they share the one link; a large response cannot go faster than TCP's slow
 //! start lets it either, a round trip for each doubling of the window from the kernel's
-//! initial ten segments — what a 40 MB result costs over a long link of any bandwidth.
+//! initial ten segments — what a 40 MB result costs over a long link of any bandwidth — nor
+//! than the server produced it here, and the two overlap only as far as the server's send
+//! buffer lets it run ahead of the window (`whatif/slow_start.rs`).
 
 mod slow_start;
 
@@ -215,8 +217,8 @@ mod tests {
     #[test]
     fn a_large_result_pays_slow_start_where_the_bandwidth_would_not_hold_it() {
         // 40 MB, read in 270 ms here, 250 ms of it streaming: at 80 ms over a link of no limit,
-        // eleven more round trips; at 34 Mbit/s, the bandwidth's 9.4 s. The server and the
-        // client stream meanwhile, so the streaming counts only where it is the longer.
+        // eleven more round trips (and at most one more while the server waits on a full
+        // send buffer); at 34 Mbit/s, slow start's ramp to the pipe, then the bandwidth's.
         let large_responses = LargeResponses { rounds: 11, stream_us: 250_000, responses: 1, bytes: 40_000_000 };
         let m = Measured { bytes: 40_000_000, large_responses, ..measured(270_000, 1, 0, 0) };
         let far = project(m, 80_000, None) - 20_000 - 80_000;
