@@ -404,6 +404,10 @@ pub fn evidence(v: &Value) -> String {
     if held > 0.0 {
         parts.push(format!("held off {:.0} %", 100.0 * held / duration));
     }
+    if let Some(unread) = f(v, "client_unread_at_end").filter(|u| *u > 0.0) {
+        let share = 100.0 * unread / f(v, "bytes").unwrap_or(0.0).max(1.0);
+        parts.push(format!("unread at end {} ({share:.0} %)", kb(unread)));
+    }
     // Bursts then silence: the share that tells a window (40 % and more) from the link.
     let idle = f(v, "idle_us").unwrap_or(0.0);
     if idle > 0.0 {

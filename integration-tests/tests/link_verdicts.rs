@@ -258,6 +258,35 @@ fn slow_reader_is_the_client_reader() {
     assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
 }
 
+/// A slow reader of a result the loopback sockets between rttscope and its client can hold
+/// (4 MB: rttscope's send buffer and the client's receive buffer grow to several MB each)
+/// never holds rttscope off: the server's bytes go through at the line's pace and wait for
+/// the application on this side. What the application had still to take when the server was
+/// done names it. Before, the verdict was the line's (`link`), the application's seconds of
+/// reading unexplained.
+#[test]
+fn a_slow_reader_the_sockets_absorb_is_the_client_reader() {
+    let _serial = serial();
+    let Some(rig) = Rig::start(&[], &[]) else {
+        return;
+    };
+    let started = Instant::now();
+    let mut child = rig.stream_to_pipe("SELECT REPEAT('x', 1000) FROM seq_1_to_4000");
+    let read = read_slowly(child.stdout.take().expect("stdout piped"), 2e6);
+    let elapsed = finish(child, started);
+    let v = rig.large_verdict();
+    show("absorbed slow reader", &v);
+    eprintln!("absorbed slow reader: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
+    assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
+    let unread = num(&v, "client_unread_at_end");
+    assert!(unread >= 0.2 * num(&v, "bytes"), "{unread} unread: {}", v["summary"]);
+    let summary = v["summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.contains("when the server's last byte reached rttscope the application had still to take"),
+        "{summary}"
+    );
+}
+
 #[test]
 fn a_thousand_point_selects_are_latency() {
     let _serial = serial();

@@ -116,6 +116,11 @@ pub struct Measurement {
     /// a buffer full of bytes the link had yet to let go, and the link's delivery of the
     /// last bytes after the server's. 0 without an emulated link.
     pub emulated_us: u64,
+    /// Bytes of the response the application had still to take when its last byte from the
+    /// server reached rttscope: what rttscope had written to the client's socket and the
+    /// client had not yet acknowledged (`SIOCOUTQ`; under the client's own socket buffer,
+    /// and on a Unix socket the kernel's allocation for them). `None`: not read.
+    pub client_unread_at_end: Option<u64>,
 }
 
 /// Holding off for the client cost a transfer time only when the server then had to wait
@@ -126,6 +131,23 @@ pub struct Measurement {
 /// about a millisecond, where one reading at 40 % of the link left tails of 16-24 %.
 pub(super) const READER_TAIL_SHARE: f64 = 0.1;
 
+/// A client that held rttscope off this share of a transfer's time or more may have set its
+/// pace (and did, if the hold-offs cost something: [`READER_TAIL_SHARE`], a shut window, a
+/// backlog in rttscope's socket, or the response left unread at the end).
+pub(super) const CLIENT_READER_SHARE: f64 = 0.25;
+
+/// A reader that left this share of the response (or more) still to take when the server's
+/// last byte of it reached rttscope read slower than the path delivered: one taking it at the
+/// path's pace has only what is in flight between the sockets left by then. Over the emulator
+/// (100 Mbit/s, 20 ms, default buffers) the `mariadb` CLI reading at full speed left 0-94 KB of
+/// 22 MB; taking 2 MB/s of a 4 MB result it left 2.9 MB (72 %) — without once holding rttscope
+/// off: rttscope's send buffer and the client's receive buffer held it all.
+pub(super) const READER_UNREAD_SHARE: f64 = 0.2;
+
+/// Less unread than this at the end is what two relay buffers and a socket's hold: a reader at
+/// the path's pace leaves that much too.
+pub(super) const UNREAD_FLOOR: u64 = 64 << 10;
+
 /// Fewer loss events than this say nothing about a rate.
 pub(super) const MIN_LOSS_EVENTS: u32 = 3;
 
@@ -134,6 +156,29 @@ pub(super) const MIN_LOSS_EVENTS: u32 = 3;
 /// probed it (over the emulator, autotuned Reno transfers carried 3.9-4.5 × the bound of the
 /// slow-start drops they met, at 79 of 100 Mbit/s). Above `LOSS_BOUND`'s end, with margin.
 pub(super) const LOSS_OUTRUN: f64 = 2.0;
+
+impl Measurement {
+    /// Whether the application was still behind when the server had sent it all: more than
+    /// the buffers' worth (and a round trip's) unread at the end, and either a fifth of the
+    /// response or after holding rttscope off a quarter of the transfer (when it held
+    /// rttscope off, the path slowed to its pace and less is left at the end).
+    pub(super) fn reader_left_behind(&self) -> bool {
+        let Some(unread) = self.client_unread_at_end else { return false };
+        let held = self.held_off_us as f64 / self.duration_us.max(1) as f64;
+        unread >= UNREAD_FLOOR.max(self.bytes_per_rtt)
+            && (unread as f64 >= READER_UNREAD_SHARE * self.bytes as f64 || held >= CLIENT_READER_SHARE)
+    }
+
+    /// The same measurement with the client's unread bytes at its end, and the reader named
+    /// if those say it was the limit.
+    pub(crate) fn with_client_unread(mut self, unread: u64) -> Measurement {
+        self.client_unread_at_end = Some(unread);
+        if self.limit != LinkLimit::ClientReader && self.reader_left_behind() {
+            (self.limit, self.secondary) = (LinkLimit::ClientReader, None);
+        }
+        self
+    }
+}
 
 /// Whether the window rttscope advertised right after a hold-off was shut: under two
 /// segments (the kernel advertises none smaller).
@@ -168,5 +213,6 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         samples: 100,
         round_trips: 1,
         emulated_us: 0,
+        client_unread_at_end: None,
     }
 }

@@ -14,6 +14,7 @@ use socket2::SockRef;
 use tokio::time::Instant;
 
 use super::events::{LinkEvent, LinkSink};
+use super::measurement::{LinkLimit, Measurement};
 use super::transfer::TransferTracker;
 use crate::live::{LiveConnection, LiveLink};
 use crate::protocol::{Direction, Observer, Summary};
@@ -80,6 +81,10 @@ pub struct Probe {
     last_loss_us: Option<u64>,
     /// The read `arrived` tells next filled rttscope's buffer ([`Tap::buffer_filled`]).
     read_filled: bool,
+    /// A large response's measurement, and when it ended as the client lives it, waiting
+    /// for the reading of the client's socket that says how much of the response the
+    /// application had still to take ([`Probe::client_unread`]).
+    unread_wanted: Option<(u64, Box<Measurement>)>,
 }
 
 impl Probe {
@@ -106,6 +111,7 @@ impl Probe {
             ended_short: false,
             last_loss_us: None,
             read_filled: false,
+            unread_wanted: None,
         }
     }
 
@@ -117,6 +123,9 @@ impl Probe {
     /// forgotten, as `sample` would.
     #[inline]
     pub fn due(&mut self, loss_wanted: bool) -> Due {
+        if self.unread_wanted.is_some() {
+            return Due::Read;
+        }
         let interval = if self.tracker.in_transfer() { self.interval_us } else { IDLE_SAMPLE_INTERVAL_US };
         if self.tracker.wants_sample()
             || self.last_sample_us.is_none_or(|last| self.arrival_us.saturating_sub(last) >= interval)
@@ -174,6 +183,26 @@ impl Probe {
         (Some(up), Some(self.with_gaps(LossCounters::of(&up))))
     }
 
+    /// Reads how much of a large response that just ended the application had still to take
+    /// (the client's socket: TCP or Unix, under any TLS) and sends its measurement, judged
+    /// with it. Called by the relay before [`sample`](Self::sample) when a reading is due;
+    /// nothing is read unless a large response ended.
+    pub fn client_unread(&mut self, client: &impl AsRawFd) {
+        let Some((at_us, measurement)) = self.unread_wanted.take() else { return };
+        let measurement = match crate::sys::queued(client) {
+            Ok((unacknowledged, _)) => Box::new(measurement.with_client_unread(u64::from(unacknowledged))),
+            Err(_) => measurement,
+        };
+        self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us, measurement });
+    }
+
+    /// Sends a measurement still waiting for its client reading as it stands.
+    fn send_unread_wanted(&mut self) {
+        if let Some((at_us, measurement)) = self.unread_wanted.take() {
+            self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us, measurement });
+        }
+    }
+
     /// The kernel's counters and the probe's own: the timeout-long gaps it saw mid-response.
     fn with_gaps(&self, counters: LossCounters) -> LossCounters {
         LossCounters { timeout_gaps: self.tracker.timeout_gaps, ..counters }
@@ -196,11 +225,15 @@ impl Observer for Probe {
         self.response_ended = true;
         self.ended_short = latency < END_READING_GAP_US;
         if let Some(measurement) = self.tracker.finished(at_us, s.bytes_down, s.round_trips, latency) {
-            self.sink.send(LinkEvent::Measured {
-                conn_id: self.conn_id,
-                at_us: self.now_us,
-                measurement: Box::new(measurement),
-            });
+            // The relay reads the client's socket right after (`client_unread`); one left
+            // waiting by pipelined responses goes as it stands.
+            self.send_unread_wanted();
+            let measurement = Box::new(measurement);
+            if measurement.limit == LinkLimit::Latency {
+                self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us: self.now_us, measurement });
+            } else {
+                self.unread_wanted = Some((self.now_us, measurement));
+            }
         }
     }
 }

@@ -5,12 +5,13 @@
 //! that held it back. Pure logic: the relay feeds it times and samples.
 
 use super::loss::{Loss, Stalls};
-use super::measurement::{LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed};
+use super::measurement::{
+    CLIENT_READER_SHARE, LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed,
+};
 use super::silence::{Silence, Verdict};
 use crate::socket::{LinkSample, LossCounters};
 
 /// Shares of a transfer's time that decide a verdict.
-const CLIENT_READER_SHARE: f64 = 0.25;
 const SERVER_PAUSE_SHARE: f64 = 0.25;
 
 /// Over the emulator (20 ms, 100 Mbit/s) servers held to 16-128 KiB of send
@@ -563,6 +564,7 @@ impl TransferTracker {
             samples: t.samples,
             round_trips: u64::from(round_trips),
             emulated_us: (t.line_stalled_us + t.last_release_us.saturating_sub(end_us)).min(duration_us),
+            client_unread_at_end: None,
         })
     }
 
@@ -600,6 +602,7 @@ impl TransferTracker {
             samples: 0,
             round_trips: s.round_trips,
             emulated_us: 0,
+            client_unread_at_end: None,
         })
     }
 }

@@ -157,12 +157,7 @@ impl Links {
                 ),
             ),
             LinkLimit::ClientReader => (
-                format!(
-                    "{moved}: the application read slowly; rttscope's buffer was full and it stopped reading the server for {} ({:.0}% of the transfer){}",
-                    us(m.held_off_us),
-                    100.0 * m.held_off_us as f64 / m.duration_us.max(1) as f64,
-                    reader_cost_words(m)
-                ),
+                format!("{moved}: the application read slowly{}", reader_words(m)),
                 "Read results as they arrive (stream them) instead of processing row by row between reads, or give the application more CPU; nothing on the network will help.".to_owned(),
             ),
             LinkLimit::Server => (
@@ -216,6 +211,28 @@ impl Links {
     pub fn reset(&mut self) {
         self.recent.clear();
     }
+}
+
+/// What a slow client did: held rttscope off (and what that cost), and what it had still to
+/// read when the server was done.
+fn reader_words(m: &Measurement) -> String {
+    let mut words = String::new();
+    if m.held_off_us > 0 {
+        words.push_str(&format!(
+            "; rttscope's buffer was full and it stopped reading the server for {} ({:.0}% of the transfer){}",
+            us(m.held_off_us),
+            100.0 * m.held_off_us as f64 / m.duration_us.max(1) as f64,
+            reader_cost_words(m)
+        ));
+    }
+    if let Some(unread) = m.client_unread_at_end.filter(|_| m.reader_left_behind()) {
+        words.push_str(&format!(
+            "; when the server's last byte reached rttscope the application had still to take {} of the response ({:.0}%)",
+            bytes(unread),
+            100.0 * unread as f64 / m.bytes.max(1) as f64
+        ));
+    }
+    words
 }
 
 /// How a slow client cost the transfer time: the server's window shut, or the response's end
@@ -375,6 +392,36 @@ mod tests {
         m.throughput = m.loss.loss_limited_throughput.unwrap();
         let words = links.add(1, 0, m).summary.clone();
         assert!(!words.contains("above the bound"), "{words}");
+    }
+
+    /// A reader slower than the path that never held rttscope off (its socket and rttscope's
+    /// took the response as it came) is still what the application waited for: the response
+    /// left unread when the server was done says so. The confusion matrix's 1 MiB slow-reader
+    /// cells read `sender` (slow start's bursts) before.
+    #[test]
+    fn a_reader_left_behind_when_the_server_was_done_is_the_limit() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        // 1 MiB in 100 ms; the application had 300 KiB of it still to take.
+        let behind = measurement(LinkLimit::Sender).with_client_unread(300 << 10);
+        assert_eq!((behind.limit, behind.secondary), (LinkLimit::ClientReader, None));
+        let words = links.add(1, 0, behind).summary.clone();
+        assert!(
+            words.ends_with(": the application read slowly; when the server's last byte reached rttscope the application had still to take 300.0 KiB of the response (29%)"),
+            "{words}"
+        );
+        // A reader at the path's pace has only the buffers left: the verdict stands.
+        let kept_up = measurement(LinkLimit::Sender).with_client_unread(60 << 10);
+        assert_eq!(kept_up.limit, LinkLimit::Sender);
+        let tenth = measurement(LinkLimit::Link).with_client_unread(100 << 10);
+        assert_eq!(tenth.limit, LinkLimit::Link, "a tenth left, no hold-off: not the reader");
+        // Held off a third of a 40 MiB transfer and still behind at its end by more than the
+        // buffers: the path had slowed to the reader's pace, so less is left at the end.
+        let mut held = measurement(LinkLimit::Link);
+        (held.bytes, held.duration_us, held.held_off_us) = (40 << 20, 8_000_000, 2_700_000);
+        assert_eq!(held.with_client_unread(2 << 20).limit, LinkLimit::ClientReader);
+        assert_eq!(held.with_client_unread(32 << 10).limit, LinkLimit::Link, "only a buffer's worth left");
+        // Not read (a report from before, a socket that could not be read): as judged.
+        assert_eq!(measurement(LinkLimit::Sender).client_unread_at_end, None);
     }
 
     #[test]

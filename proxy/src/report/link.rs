@@ -60,6 +60,11 @@ pub struct LinkReport {
     /// it had arrived, µs, to a reading's resolution (`link.sample_interval`).
     #[serde(default)]
     pub reader_tail_us: u64,
+    /// Bytes of the response the application had still to take when the server's last byte
+    /// of it reached rttscope (what rttscope had written to the client's socket and the client
+    /// had not acknowledged); `null` where not read.
+    #[serde(default)]
+    pub client_unread_at_end: Option<u64>,
     /// Gaps of several RTTs between reads with nothing in flight: the server producing the result
     /// slowly.
     pub server_pauses: u32,
@@ -122,6 +127,7 @@ impl From<&LinkVerdict> for LinkReport {
             backlog_held_us: m.backlog_held_us,
             window_after_hold: m.window_after_hold,
             reader_tail_us: m.reader_tail_us,
+            client_unread_at_end: m.client_unread_at_end,
             server_pauses: m.server_pauses,
             server_pause_us: m.server_pause_us,
             samples: m.samples,

@@ -26,6 +26,7 @@ pub(super) fn sample(tap: &mut Observers, client: &Leg, upstream: &Leg) {
 
 /// The link probe's reading of the sockets, when one is due ([`sample`]).
 fn read_sockets(tap: &mut Observers, client: &Leg, upstream: &Leg, loss_wanted: bool) {
+    tap.probe.client_unread(&client.transport().socket());
     let Some(up) = upstream.transport().tcp() else { return };
     let (reading, counters) = tap.probe.sample(up, client.transport().tcp(), loss_wanted);
     if let Some(reading) = reading {
