@@ -121,6 +121,11 @@ pub struct Measurement {
     /// client had not yet acknowledged (`SIOCOUTQ`; under the client's own socket buffer,
     /// and on a Unix socket the kernel's allocation for them). `None`: not read.
     pub client_unread_at_end: Option<u64>,
+    /// Readings of the client's TCP socket during the transfer.
+    pub client_readings: u32,
+    /// Of those, the readings that found more than [`UNREAD_FLOOR`] not yet taken by the
+    /// application: whether it fell behind for long or only at the end.
+    pub client_behind_readings: u32,
 }
 
 /// Holding off for the client cost a transfer time only when the server then had to wait
@@ -161,12 +166,16 @@ impl Measurement {
     /// Whether the application was still behind when the server had sent it all: more than
     /// the buffers' worth (and a round trip's) unread at the end, and either a fifth of the
     /// response or after holding rttscope off a quarter of the transfer (when it held
-    /// rttscope off, the path slowed to its pace and less is left at the end).
+    /// rttscope off, the path slowed to its pace and less is left at the end) — and, where the
+    /// client's socket was read during the transfer, behind at a third of those readings or
+    /// more: a reader that stalled only at the end (descheduled a moment) is not a slow one.
     pub(super) fn reader_left_behind(&self) -> bool {
         let Some(unread) = self.client_unread_at_end else { return false };
         let held = self.held_off_us as f64 / self.duration_us.max(1) as f64;
+        let behind_long = self.client_readings == 0 || 3 * self.client_behind_readings >= self.client_readings;
         unread >= UNREAD_FLOOR.max(self.bytes_per_rtt)
             && (unread as f64 >= READER_UNREAD_SHARE * self.bytes as f64 || held >= CLIENT_READER_SHARE)
+            && behind_long
     }
 
     /// The same measurement with the client's unread bytes at its end, and the reader named
@@ -214,5 +223,7 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         round_trips: 1,
         emulated_us: 0,
         client_unread_at_end: None,
+        client_readings: 0,
+        client_behind_readings: 0,
     }
 }

@@ -175,6 +175,9 @@ impl Probe {
         let Ok(up) = sample(upstream) else { return (None, None) };
         self.tracker.sample(&up);
         let down = client.and_then(|c| sample(c).ok());
+        if let Some(down) = &down {
+            self.tracker.client_sample(down);
+        }
         self.live.publish(LiveLink { at_us: now, upstream: up, client: down });
         if up.base_rtt_us() > 0 {
             self.sink.send(LinkEvent::Rtt { base_rtt_us: up.base_rtt_us() });

@@ -6,7 +6,8 @@
 
 use super::loss::{Loss, Stalls};
 use super::measurement::{
-    CLIENT_READER_SHARE, LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed,
+    CLIENT_READER_SHARE, LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, UNREAD_FLOOR,
+    window_closed,
 };
 use super::silence::{Silence, Verdict};
 use crate::socket::{LinkSample, LossCounters};
@@ -119,6 +120,9 @@ struct Transfer {
     line_stalled_us: u64,
     /// When the emulated link let the last bytes read go on to the client (0: no link).
     last_release_us: u64,
+    /// Readings of the client's socket, and those that found it behind.
+    client_readings: u32,
+    client_behind_readings: u32,
 }
 
 impl Transfer {
@@ -451,6 +455,15 @@ impl TransferTracker {
         }
     }
 
+    /// A reading of the client's (TCP) socket during a transfer: behind when more than the
+    /// buffers' worth rttscope wrote had not been taken.
+    pub fn client_sample(&mut self, s: &LinkSample) {
+        if let Some(t) = self.current.as_mut() {
+            t.client_readings += 1;
+            t.client_behind_readings += u32::from(u64::from(s.outq) >= UNREAD_FLOOR);
+        }
+    }
+
     /// Whether a transfer is under way (worth sampling while it lasts).
     pub fn in_transfer(&self) -> bool {
         self.current.is_some()
@@ -565,6 +578,8 @@ impl TransferTracker {
             round_trips: u64::from(round_trips),
             emulated_us: (t.line_stalled_us + t.last_release_us.saturating_sub(end_us)).min(duration_us),
             client_unread_at_end: None,
+            client_readings: t.client_readings,
+            client_behind_readings: t.client_behind_readings,
         })
     }
 
@@ -603,6 +618,8 @@ impl TransferTracker {
             round_trips: s.round_trips,
             emulated_us: 0,
             client_unread_at_end: None,
+            client_readings: 0,
+            client_behind_readings: 0,
         })
     }
 }

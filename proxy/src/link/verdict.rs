@@ -231,6 +231,12 @@ fn reader_words(m: &Measurement) -> String {
             bytes(unread),
             100.0 * unread as f64 / m.bytes.max(1) as f64
         ));
+        if m.client_readings > 0 {
+            words.push_str(&format!(
+                ", and it was behind at {} of {} readings of its socket",
+                m.client_behind_readings, m.client_readings
+            ));
+        }
     }
     words
 }
@@ -420,6 +426,15 @@ mod tests {
         (held.bytes, held.duration_us, held.held_off_us) = (40 << 20, 8_000_000, 2_700_000);
         assert_eq!(held.with_client_unread(2 << 20).limit, LinkLimit::ClientReader);
         assert_eq!(held.with_client_unread(32 << 10).limit, LinkLimit::Link, "only a buffer's worth left");
+        // Behind only at the end (a reader descheduled a moment): not a slow one.
+        let mut stalled = measurement(LinkLimit::Link);
+        (stalled.client_readings, stalled.client_behind_readings) = (30, 2);
+        assert_eq!(stalled.with_client_unread(600 << 10).limit, LinkLimit::Link);
+        (stalled.client_readings, stalled.client_behind_readings) = (30, 12);
+        let slow = stalled.with_client_unread(600 << 10);
+        assert_eq!(slow.limit, LinkLimit::ClientReader);
+        let words = links.add(1, 0, slow).summary.clone();
+        assert!(words.ends_with("(59%), and it was behind at 12 of 30 readings of its socket"), "{words}");
         // Not read (a report from before, a socket that could not be read): as judged.
         assert_eq!(measurement(LinkLimit::Sender).client_unread_at_end, None);
     }

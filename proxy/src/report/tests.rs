@@ -582,6 +582,8 @@ fn distinct_verdict() -> LinkVerdict {
             round_trips: 214,
             emulated_us: 215,
             client_unread_at_end: Some(220),
+            client_readings: 0,
+            client_behind_readings: 0,
         },
         path_bytes_per_second: Some(301),
         bdp: Some(302),
