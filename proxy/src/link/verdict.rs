@@ -428,13 +428,13 @@ mod tests {
         assert_eq!(held.with_client_unread(32 << 10).limit, LinkLimit::Link, "only a buffer's worth left");
         // Behind only at the end (a reader descheduled a moment): not a slow one.
         let mut stalled = measurement(LinkLimit::Link);
-        (stalled.client_readings, stalled.client_behind_readings) = (30, 2);
-        assert_eq!(stalled.with_client_unread(600 << 10).limit, LinkLimit::Link);
-        (stalled.client_readings, stalled.client_behind_readings) = (30, 12);
+        (stalled.client_readings, stalled.client_behind_readings) = (20, 9);
+        assert_eq!(stalled.with_client_unread(600 << 10).limit, LinkLimit::Link, "the 30 Mbit/s cell's figures");
+        (stalled.client_readings, stalled.client_behind_readings) = (28, 16);
         let slow = stalled.with_client_unread(600 << 10);
         assert_eq!(slow.limit, LinkLimit::ClientReader);
         let words = links.add(1, 0, slow).summary.clone();
-        assert!(words.ends_with("(59%), and it was behind at 12 of 30 readings of its socket"), "{words}");
+        assert!(words.ends_with("(59%), and it was behind at 16 of 28 readings of its socket"), "{words}");
         // Not read (a report from before, a socket that could not be read): as judged.
         assert_eq!(measurement(LinkLimit::Sender).client_unread_at_end, None);
     }
