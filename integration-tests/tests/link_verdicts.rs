@@ -42,22 +42,33 @@ fn a_path_below_expectations_is_explained_and_the_host_checked_against_it() {
     else {
         return;
     };
-    let started = Instant::now();
-    finish(rig.stream(BULK_SQL), started);
-    let v = rig.large_verdict();
-    show("expected", &v);
-    // The test is about the expectations, which every verdict explains. Its reader is the CLI
-    // on a shared 2-core machine: once in CI it fell behind for a second (held off 49 % of the
-    // transfer), and rttscope rightly named it rather than the link.
-    let limit = v["limit"].as_str().unwrap_or_default();
-    assert!(limit == "link" || limit == "client_reader", "{limit}: {}", v["summary"]);
-    let summary = v["summary"].as_str().unwrap_or_default();
-    let share = 100.0 * num(&v, "throughput") / 125e6;
-    assert!(
-        summary.contains(&format!("that is {share:.0}% of the 125.0 MB/s expected (link.expected_bandwidth)")),
-        "{summary}"
-    );
-    assert!(summary.contains("× the 5.00 ms expected (link.expected_rtt)"), "{summary}");
+    // The check against the measured path needs a transfer the link limited. Its reader is
+    // the CLI on a shared 2-core machine: in CI it fell behind for a second at times (held
+    // off 37-49 % of the transfer) and rttscope rightly named it instead, which says nothing
+    // of the path; such a transfer is run again, at most twice.
+    let mut last_at = 0;
+    for attempt in 1..=3 {
+        let started = Instant::now();
+        finish(rig.stream(BULK_SQL), started);
+        let v = rig.verdict(|v| v["bytes"].as_u64().unwrap_or(0) >= LARGE && v["at_us"].as_u64() > Some(last_at));
+        show("expected", &v);
+        last_at = v["at_us"].as_u64().unwrap_or(0);
+        // Every verdict explains the expectations, whatever its limit.
+        let summary = v["summary"].as_str().unwrap_or_default();
+        let share = 100.0 * num(&v, "throughput") / 125e6;
+        assert!(
+            summary.contains(&format!("that is {share:.0}% of the 125.0 MB/s expected (link.expected_bandwidth)")),
+            "{summary}"
+        );
+        assert!(summary.contains("× the 5.00 ms expected (link.expected_rtt)"), "{summary}");
+        let limit = v["limit"].as_str().unwrap_or_default();
+        if limit == "client_reader" && attempt < 3 {
+            eprintln!("expected: attempt {attempt}: the reader fell behind; once more");
+            continue;
+        }
+        assert_eq!(limit, "link", "{}", v["summary"]);
+        break;
+    }
     // At start-up the host was checked against the configured link; after the transfer, against
     // the measured one (a warning of its own, with the measured rate).
     let measured = rig.proxy.log_line(
