@@ -252,6 +252,18 @@ pub fn queued(socket: &impl AsRawFd) -> io::Result<(u32, u32)> {
     Ok((outq.max(0) as u32, inq.max(0) as u32))
 }
 
+/// Bytes written to `socket` and not yet acknowledged by its peer (`SIOCOUTQ`): one ioctl
+/// where [`queued`] makes two.
+pub fn unsent(socket: &impl AsRawFd) -> io::Result<u32> {
+    let mut outq: libc::c_int = 0;
+    // SAFETY: the ioctl writes one c_int through the pointer we pass, which points at a
+    // c_int we own; the fd is a live socket.
+    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut outq) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(outq.max(0) as u32)
+}
+
 /// `send(fd, buf, MSG_NOSIGNAL)` as a bare system call, as std's `write` of a socket makes
 /// it (a peer gone is `EPIPE`, never a `SIGPIPE`) but without glibc's wrapper: `send` is a
 /// thread cancellation point, which marks the thread cancellable and back around every
@@ -467,5 +479,21 @@ mod tests {
         assert!(info.raw.bytes_received >= 1000 || !info.has(offset_of!(TcpInfoRaw, bytes_received), 8));
         let (outq, inq) = queued(&server).unwrap();
         assert_eq!((outq, inq), (0, 1000));
+    }
+
+    #[test]
+    fn unsent_counts_what_a_peer_that_stopped_reading_left_on_the_sender() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (_server, _) = listener.accept().unwrap();
+        assert_eq!(unsent(&client).unwrap(), 0);
+        // The peer reads nothing: once its receive buffer is full, what the client writes
+        // stays on the client's side, unacknowledged.
+        client.set_nonblocking(true).unwrap();
+        let chunk = [7u8; 64 << 10];
+        while std::io::Write::write(&mut &client, &chunk).is_ok() {}
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(unsent(&client).unwrap(), queued(&client).unwrap().0);
+        assert!(unsent(&client).unwrap() > 0);
     }
 }

@@ -192,18 +192,22 @@ impl Probe {
     /// nothing is read unless a large response ended.
     pub fn client_unread(&mut self, client: &impl AsRawFd) {
         let Some((at_us, measurement)) = self.unread_wanted.take() else { return };
-        let measurement = match crate::sys::queued(client) {
-            Ok((unacknowledged, _)) => Box::new(measurement.with_client_unread(u64::from(unacknowledged))),
+        let measurement = match crate::sys::unsent(client) {
+            Ok(unacknowledged) => Box::new(measurement.with_client_unread(u64::from(unacknowledged))),
             Err(_) => measurement,
         };
-        self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us, measurement });
+        self.send_measured(at_us, measurement);
     }
 
     /// Sends a measurement still waiting for its client reading as it stands.
     fn send_unread_wanted(&mut self) {
         if let Some((at_us, measurement)) = self.unread_wanted.take() {
-            self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us, measurement });
+            self.send_measured(at_us, measurement);
         }
+    }
+
+    fn send_measured(&self, at_us: u64, measurement: Box<Measurement>) {
+        self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us, measurement });
     }
 
     /// The kernel's counters and the probe's own: the timeout-long gaps it saw mid-response.
@@ -233,7 +237,7 @@ impl Observer for Probe {
             self.send_unread_wanted();
             let measurement = Box::new(measurement);
             if measurement.limit == LinkLimit::Latency {
-                self.sink.send(LinkEvent::Measured { conn_id: self.conn_id, at_us: self.now_us, measurement });
+                self.send_measured(self.now_us, measurement);
             } else {
                 self.unread_wanted = Some((self.now_us, measurement));
             }
