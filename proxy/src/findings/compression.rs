@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap as HashMap;
 use rttscope_config::FindingsConfig;
 
 use super::run::{AppId, Bar, Context, Detector, Run};
-use super::whatif::{Projection, project};
+use super::whatif::{Projection, project, transfer_us};
 use super::{Detail, Emulated, Finding, Kind};
 use crate::fingerprint::FingerprintId;
 use crate::human::{bandwidth, bytes, us};
@@ -67,14 +67,9 @@ impl Compression {
         let m = run.measured();
         links(&self.scenarios, run.emulated).any(|(_, rtt_us, bw)| {
             let total = project(m, rtt_us, Some(bw));
-            transfer_us(m.bytes, bw) as f64 >= self.min_share * total.max(1) as f64
+            transfer_us(m.bytes, Some(bw)) as f64 >= self.min_share * total.max(1) as f64
         })
     }
-}
-
-/// Time `bytes` take at `bps`.
-fn transfer_us(bytes: u64, bps: u64) -> u64 {
-    (u128::from(bytes) * 8_000_000 / u128::from(bps.max(1))) as u64
 }
 
 /// The links with a bandwidth: the scenarios', then the emulated one's.
@@ -167,7 +162,7 @@ pub fn savings(f: &Finding, what_if: &[Projection]) -> Vec<(String, u64, u64)> {
     let saved_bytes = f.bytes - (f.bytes as f64 / c.ratio().max(1.0)) as u64;
     let scenarios = what_if.iter().filter_map(|p| Some((p.scenario.clone(), p.bandwidth_bps?)));
     let emulated = f.emulated.and_then(|e| Some(("the emulated link".to_owned(), e.bandwidth_bps?)));
-    scenarios.chain(emulated).map(|(name, bw)| (name, bw, transfer_us(saved_bytes, bw))).collect()
+    scenarios.chain(emulated).map(|(name, bw)| (name, bw, transfer_us(saved_bytes, Some(bw)))).collect()
 }
 
 /// "results compress 180.2:1 (zlib, 320.0 KiB sampled); 24.4 MiB on the wire in 5

@@ -88,8 +88,8 @@ impl Measured {
     }
 }
 
-/// Time `bytes` take at `bandwidth_bps` (none: unlimited).
-fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
+/// Time `bytes` take at `bandwidth_bps` (none or 0: unlimited).
+pub(super) fn transfer_us(bytes: u64, bandwidth_bps: Option<u64>) -> u64 {
     bandwidth_bps.filter(|&bw| bw > 0).map_or(0, |bw| (u128::from(bytes) * 8_000_000 / u128::from(bw)) as u64)
 }
 

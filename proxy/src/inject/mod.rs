@@ -16,7 +16,7 @@ pub mod delay;
 pub mod loss;
 #[cfg(test)]
 mod proptests;
-mod slow_start;
+pub(crate) mod slow_start;
 pub mod timer;
 
 use std::sync::atomic::{AtomicU64, Ordering};

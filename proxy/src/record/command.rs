@@ -28,8 +28,8 @@ impl Values {
     }
 }
 
-/// TCP's initial window: ten segments of a 1,448-byte MSS (Linux's `initcwnd`).
-pub(crate) const INITIAL_WINDOW: u64 = 10 * 1448;
+/// TCP's initial window, the one `inject` emulates: projections and emulation agree on it.
+pub(crate) use crate::inject::slow_start::INITIAL_WINDOW;
 
 /// [`CommandRecord::slow_start_rounds`] of a response of `bytes`.
 fn slow_start_rounds(bytes: u64) -> u64 {
