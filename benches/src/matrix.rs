@@ -403,6 +403,15 @@ pub fn evidence(v: &Value) -> String {
     let held = f(v, "held_off_us").unwrap_or(0.0);
     if held > 0.0 {
         parts.push(format!("held off {:.0} %", 100.0 * held / duration));
+        // How fast the server went on sending meanwhile, against the transfer's pace.
+        if let Some(pace) = f(v, "pace_while_held") {
+            let share = 100.0 * pace / f(v, "throughput").unwrap_or(0.0).max(1.0);
+            parts.push(format!("{share:.0} % of its pace while held"));
+        }
+        if let Some(pace) = f(v, "reader_pace") {
+            let share = 100.0 * f(v, "throughput").unwrap_or(0.0) / pace.max(1.0);
+            parts.push(format!("at {share:.0} % of the reader's pace while behind"));
+        }
     }
     if let Some(unread) = f(v, "client_unread_at_end").filter(|u| *u > 0.0) {
         let share = 100.0 * unread / f(v, "bytes").unwrap_or(0.0).max(1.0);

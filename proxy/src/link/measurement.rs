@@ -98,6 +98,17 @@ pub struct Measurement {
     /// rttscope's socket (a round trip's worth and more): the client, not the path, was what
     /// the transfer waited for then.
     pub backlog_held_us: u64,
+    /// Bytes the kernel took in from the server while rttscope held off for the client, over
+    /// the hold-offs with a reading at both ends (`tcpi_bytes_received` at each): how much
+    /// the server went on sending while the application lagged.
+    pub held_received: u64,
+    /// The time of those hold-offs, µs.
+    pub held_timed_us: u64,
+    /// Bytes the client's socket acknowledged during the hold-offs read at both ends on it
+    /// (`tcpi_bytes_acked` at each): what the application took while it was behind.
+    pub reader_taken: u64,
+    /// The time of those hold-offs, µs.
+    pub reader_timed_us: u64,
     /// The smallest receive window rttscope advertised at a reading right after it resumed
     /// reading for the client, bytes; `None` without a hold-off (or a reading after one).
     pub window_after_hold: Option<u64>,
@@ -135,6 +146,28 @@ pub struct Measurement {
 /// off 17-28 % of the time) still left the transfer at 88-92 % of the link, with tails of
 /// about a millisecond, where one reading at 40 % of the link left tails of 16-24 %.
 pub(super) const READER_TAIL_SHARE: f64 = 0.1;
+
+/// A transfer that moved at no more than this many times the pace at which the application
+/// took bytes while it was behind (rttscope holding off for it) moved at the application's
+/// pace. Over the emulator a reader taking 5 MB/s from a 100 Mbit/s line left transfers at
+/// 0.98-1.17 × what its socket acknowledged while behind, at 5, 20 and 80 ms, whether the
+/// server's bytes piled up in rttscope's socket meanwhile (20, 80 ms) or, at 5 ms, never more
+/// than a relay buffer's worth (once at 1.85 ×: not named by this). A reader that lags in
+/// bursts takes little while behind, and the path keeps the transfer far above that.
+pub(super) const READER_SETS_PACE: f64 = 1.25;
+
+/// A server whose bytes reached rttscope at under this share of the transfer's pace while
+/// rttscope held off for the client slowed with the client: the hold-offs cost the transfer
+/// time though no backlog piled up and the window never shut. The same 5 ms reader, whose
+/// pace its socket's acknowledgements time only roughly at that RTT (3.5-6.1 MB/s for 5),
+/// left the server's bytes arriving at 0.41-0.56 of the transfer's pace while held in the
+/// runs its pace did not name; at 20 and 80 ms, where the server kept sending into the
+/// hold-offs, 0.87-1.5.
+pub(super) const HELD_SLOWED: f64 = 0.6;
+
+/// The hold-offs read at both ends must be this share of the transfer for their pace to say
+/// anything of it.
+pub(super) const HELD_TIMED_SHARE: f64 = 0.2;
 
 /// A client that held rttscope off this share of a transfer's time or more may have set its
 /// pace (and did, if the hold-offs cost something: [`READER_TAIL_SHARE`], a shut window, a
@@ -186,6 +219,28 @@ impl Measurement {
             && behind_long
     }
 
+    /// Bytes a second the server's bytes reached rttscope's socket while rttscope held off
+    /// for the client (`None`: no hold-off read at both ends).
+    pub fn pace_while_held(&self) -> Option<u64> {
+        per_second(self.held_received, self.held_timed_us)
+    }
+
+    /// Bytes a second the application took while it was behind: what its socket acknowledged
+    /// while rttscope held off for it (`None`: no hold-off read at both ends).
+    pub fn reader_pace(&self) -> Option<u64> {
+        per_second(self.reader_taken, self.reader_timed_us)
+    }
+
+    /// Whether the server slowed while rttscope held off for the client ([`slowed_while_held`]).
+    pub(super) fn slowed_while_held(&self) -> bool {
+        slowed_while_held(self.held_received, self.held_timed_us, self.throughput, self.duration_us)
+    }
+
+    /// Whether the transfer moved at the application's pace ([`at_reader_pace`]).
+    pub(super) fn at_reader_pace(&self) -> bool {
+        at_reader_pace(self.reader_taken, self.reader_timed_us, self.throughput)
+    }
+
     /// The same measurement with the client's unread bytes at its end, and the reader named
     /// if those say it was the limit.
     pub(crate) fn with_client_unread(mut self, unread: u64) -> Measurement {
@@ -195,6 +250,25 @@ impl Measurement {
         }
         self
     }
+}
+
+/// `bytes` over `timed_us`, per second (`None` for no time).
+fn per_second(bytes: u64, timed_us: u64) -> Option<u64> {
+    (timed_us > 0).then(|| (u128::from(bytes) * 1_000_000 / u128::from(timed_us)) as u64)
+}
+
+/// Whether the transfer (`throughput`) moved at the application's pace: no faster than
+/// [`READER_SETS_PACE`] times what it took while behind (`taken` bytes in `timed_us`).
+pub(super) fn at_reader_pace(taken: u64, timed_us: u64, throughput: u64) -> bool {
+    per_second(taken, timed_us).is_some_and(|pace| throughput as f64 <= READER_SETS_PACE * pace as f64)
+}
+
+/// Whether the server slowed while rttscope held off for the client: `received` bytes in
+/// `timed_us` of hold-offs, under [`HELD_SLOWED`] of the transfer's pace (`throughput`), the
+/// hold-offs timed being [`HELD_TIMED_SHARE`] of its `duration_us` or more.
+pub(super) fn slowed_while_held(received: u64, timed_us: u64, throughput: u64, duration_us: u64) -> bool {
+    timed_us as f64 >= HELD_TIMED_SHARE * duration_us as f64
+        && per_second(received, timed_us).is_some_and(|pace| (pace as f64) < HELD_SLOWED * throughput as f64)
 }
 
 /// Whether the window rttscope advertised right after a hold-off was shut: under two
@@ -223,6 +297,10 @@ pub(crate) fn test_measurement(limit: LinkLimit) -> Measurement {
         idle_after_first_loss_us: 0,
         held_off_us: 0,
         backlog_held_us: 0,
+        held_received: 0,
+        held_timed_us: 0,
+        reader_taken: 0,
+        reader_timed_us: 0,
         window_after_hold: None,
         reader_tail_us: 0,
         server_pauses: 1,

@@ -7,7 +7,7 @@
 use super::loss::{Loss, Stalls};
 use super::measurement::{
     CLIENT_READER_SHARE, LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, UNREAD_FLOOR,
-    window_closed,
+    at_reader_pace, slowed_while_held, window_closed,
 };
 use super::silence::{Silence, Verdict};
 use crate::socket::{LinkSample, LossCounters};
@@ -109,6 +109,23 @@ struct Transfer {
     last_hold_us: u64,
     /// Hold-offs after which the server's bytes still waited in rttscope's socket.
     backlog_held_us: u64,
+    /// A reading is wanted at the start of the hold-off that just began.
+    hold_reading: bool,
+    /// The kernel's `bytes_received` at that reading, until the reading after the hold.
+    received_at_hold: Option<u64>,
+    /// Bytes received during the hold-offs read at both ends, and their time.
+    held_received: u64,
+    held_timed_us: u64,
+    /// The upstream reading just taken began a hold-off, or ended one that lasted this long:
+    /// the client's reading that follows it pairs with it.
+    client_at_hold: bool,
+    client_after_hold_us: Option<u64>,
+    /// The client socket's `bytes_acked` as the hold-off under way began.
+    acked_at_hold: Option<u64>,
+    /// Bytes the client acknowledged during the hold-offs read at both ends on its socket,
+    /// and their time.
+    reader_taken: u64,
+    reader_timed_us: u64,
     /// The smallest window advertised at a reading right after a hold-off.
     window_after_hold: Option<u32>,
     /// The socket's `bytes_received` at the latest reading, and the time of the read behind
@@ -361,7 +378,12 @@ impl TransferTracker {
     /// client was not taking what it had.
     pub fn held_off(&mut self, held: bool, now_us: u64) {
         match (held, self.blocked_since) {
-            (true, None) => self.blocked_since = Some(now_us),
+            (true, None) => {
+                self.blocked_since = Some(now_us);
+                if let Some(t) = self.current.as_mut() {
+                    (t.hold_reading, t.received_at_hold) = (true, None);
+                }
+            }
             (false, Some(since)) => {
                 self.blocked_since = None;
                 if let Some(t) = self.current.as_mut() {
@@ -370,6 +392,8 @@ impl TransferTracker {
                     // The gap that follows is the client's doing, not the path's.
                     t.last_read_us = now_us;
                     t.resumed = true;
+                    // A hold whose start was not read is not timed.
+                    t.hold_reading = false;
                 }
             }
             _ => {}
@@ -379,7 +403,7 @@ impl TransferTracker {
     /// Whether a gap just ended that a reading of the socket should explain (now, before
     /// more reads blur which gap a hole belonged to).
     pub fn wants_sample(&self) -> bool {
-        self.current.is_some_and(|t| t.open_gap.is_some() || t.resumed || t.silence.is_some())
+        self.current.is_some_and(|t| t.open_gap.is_some() || t.resumed || t.hold_reading || t.silence.is_some())
     }
 
     /// A reading of the upstream socket.
@@ -399,6 +423,8 @@ impl TransferTracker {
         let (recovery_cap, rtt) = (self.recovery_cap_us(), u64::from(self.min_rtt_us));
         if let Some(t) = self.current.as_mut() {
             t.samples += 1;
+            // What the client's reading after this one pairs with: this reading's alone.
+            (t.client_at_hold, t.client_after_hold_us) = (false, None);
             if s.rtt_us > 0 {
                 t.rtt_sum += u64::from(s.rtt_us);
                 t.rtt_n += 1;
@@ -413,8 +439,17 @@ impl TransferTracker {
                 if u64::from(s.inq) >= t.backlog_floor(s.bytes_received, rtt) {
                     t.backlog_held_us += hold;
                 }
+                if let Some(at_hold) = t.received_at_hold.take() {
+                    t.held_received += s.bytes_received.saturating_sub(at_hold);
+                    t.held_timed_us += hold;
+                }
+                t.client_after_hold_us = Some(hold);
                 let window = s.advertised_window();
                 t.window_after_hold = Some(t.window_after_hold.map_or(window, |w| w.min(window)));
+            }
+            if std::mem::take(&mut t.hold_reading) {
+                t.received_at_hold = Some(s.bytes_received);
+                t.client_at_hold = true;
             }
             // Readings follow reads: the latest read's time is the reading's.
             if s.bytes_received != t.received {
@@ -461,6 +496,13 @@ impl TransferTracker {
         if let Some(t) = self.current.as_mut() {
             t.client_readings += 1;
             t.client_behind_readings += u32::from(u64::from(s.outq) >= UNREAD_FLOOR);
+            if let (Some(hold), Some(at_hold)) = (t.client_after_hold_us.take(), t.acked_at_hold.take()) {
+                t.reader_taken += s.bytes_acked.saturating_sub(at_hold);
+                t.reader_timed_us += hold;
+            }
+            if std::mem::take(&mut t.client_at_hold) {
+                t.acked_at_hold = Some(s.bytes_acked);
+            }
         }
     }
 
@@ -534,7 +576,9 @@ impl TransferTracker {
         let reader_tail_us = t.received_at_us.map_or(0, |at| end_us.saturating_sub(at));
         let reader_cost = window_closed(t.window_after_hold.map(u64::from), t.max_mss)
             || share(reader_tail_us) >= READER_TAIL_SHARE
-            || share(t.backlog_held_us) >= CLIENT_READER_SHARE;
+            || share(t.backlog_held_us) >= CLIENT_READER_SHARE
+            || at_reader_pace(t.reader_taken, t.reader_timed_us, throughput)
+            || slowed_while_held(t.held_received, t.held_timed_us, throughput, duration_us);
         let (limit, secondary) = if share(t.blocked_us) >= CLIENT_READER_SHARE && reader_cost {
             (LinkLimit::ClientReader, None)
         } else if share(t.server_pause_us) >= SERVER_PAUSE_SHARE {
@@ -570,6 +614,10 @@ impl TransferTracker {
             idle_after_first_loss_us,
             held_off_us: t.blocked_us,
             backlog_held_us: t.backlog_held_us,
+            held_received: t.held_received,
+            held_timed_us: t.held_timed_us,
+            reader_taken: t.reader_taken,
+            reader_timed_us: t.reader_timed_us,
             window_after_hold: t.window_after_hold.map(u64::from),
             reader_tail_us,
             server_pauses: t.server_pauses,
@@ -610,6 +658,10 @@ impl TransferTracker {
             idle_after_first_loss_us: 0,
             held_off_us: 0,
             backlog_held_us: 0,
+            held_received: 0,
+            held_timed_us: 0,
+            reader_taken: 0,
+            reader_timed_us: 0,
             window_after_hold: None,
             reader_tail_us: 0,
             server_pauses: 0,

@@ -254,6 +254,20 @@ fn reader_cost_words(m: &Measurement) -> String {
             us(m.backlog_held_us)
         ));
     }
+    if let Some(pace) = m.reader_pace().filter(|_| m.at_reader_pace()) {
+        words.push_str(&format!(
+            "; while it was behind it took {pace_words}, and the transfer moved at {:.0}% of that: the application's pace",
+            100.0 * m.throughput as f64 / pace.max(1) as f64,
+            pace_words = rate(pace)
+        ));
+    }
+    if let Some(pace) = m.pace_while_held().filter(|_| m.slowed_while_held()) {
+        words.push_str(&format!(
+            "; while it waited the server's bytes reached rttscope at {}, {:.0}% of the transfer's pace: the server slowed each time the application fell behind",
+            rate(pace),
+            100.0 * pace as f64 / m.throughput.max(1) as f64
+        ));
+    }
     if m.reader_tail_us as f64 >= READER_TAIL_SHARE * m.duration_us as f64 {
         words.push_str(&format!(
             "; the last of the response had arrived {} before the application took it",
@@ -287,10 +301,12 @@ fn lag_words(m: &Measurement) -> String {
     if m.limit == LinkLimit::ClientReader || m.limit == LinkLimit::Latency || held < 0.1 {
         return String::new();
     }
+    let pace = m.pace_while_held().map(|p| format!(" (its bytes reached rttscope at {} while it waited)", rate(p)));
     format!(
-        "; the application fell behind at times (rttscope stopped reading the server for {}, {:.0}% of the transfer), but the server kept sending meanwhile: not a limit here",
+        "; the application fell behind at times (rttscope stopped reading the server for {}, {:.0}% of the transfer), but the server kept sending meanwhile{}: not a limit here",
         us(m.held_off_us),
-        100.0 * held
+        100.0 * held,
+        pace.unwrap_or_default()
     )
 }
 
@@ -461,9 +477,29 @@ mod tests {
         (lagged.limit, lagged.reader_tail_us, lagged.held_off_us) = (LinkLimit::Link, 1_000, 560_000);
         let words = links.add(1, 0, lagged).summary.clone();
         assert!(words.contains("; the application fell behind at times (rttscope stopped reading the server for 560.00 ms, 28% of the transfer), but the server kept sending meanwhile: not a limit here"), "{words}");
+        // With the hold-offs read at both ends: how fast the server went on sending.
+        (lagged.held_received, lagged.held_timed_us) = (5_000_000, 500_000);
+        let words = links.add(1, 0, lagged).summary.clone();
+        assert!(words.contains("but the server kept sending meanwhile (its bytes reached rttscope at 10.0 MB/s while it waited): not a limit here"), "{words}");
         lagged.held_off_us = 100_000;
         let words = links.add(1, 0, lagged).summary.clone();
         assert!(!words.contains("fell behind"), "{words}");
+        // A transfer at the pace the application took while behind: its pace, said with it.
+        let mut paced = shut;
+        (paced.window_after_hold, paced.throughput, paced.reader_taken, paced.reader_timed_us) =
+            (Some(4 << 20), 5_200_000, 5_000_000, 1_000_000);
+        let words = links.add(1, 0, paced).summary.clone();
+        assert!(
+            words.ends_with("(75% of the transfer); while it was behind it took 5.0 MB/s, and the transfer moved at 104% of that: the application's pace"),
+            "{words}"
+        );
+        let mut slowed = paced;
+        (slowed.reader_taken, slowed.held_received, slowed.held_timed_us) = (500_000, 1_500_000, 1_000_000);
+        let words = links.add(1, 0, slowed).summary.clone();
+        assert!(
+            words.ends_with("(75% of the transfer); while it waited the server's bytes reached rttscope at 1.5 MB/s, 29% of the transfer's pace: the server slowed each time the application fell behind"),
+            "{words}"
+        );
     }
 
     #[test]

@@ -56,6 +56,15 @@ pub struct LinkReport {
     /// client, bytes: near nothing when holding off closed the server's window.
     #[serde(default)]
     pub window_after_hold: Option<u64>,
+    /// Bytes a second the server's bytes reached rttscope's socket while it held off for the
+    /// client (the kernel's count at each hold-off's start and end): near the transfer's pace
+    /// or above, the server kept sending; far under it, the server slowed with the client.
+    #[serde(default)]
+    pub pace_while_held: Option<u64>,
+    /// Bytes a second the application took while it was behind: what its socket acknowledged
+    /// while rttscope held off for it (the kernel's count at each hold-off's start and end).
+    #[serde(default)]
+    pub reader_pace: Option<u64>,
     /// Time rttscope went on passing the response to the client after the server's last byte of
     /// it had arrived, µs, to a reading's resolution (`link.sample_interval`).
     #[serde(default)]
@@ -126,6 +135,8 @@ impl From<&LinkVerdict> for LinkReport {
             held_off_us: m.held_off_us,
             backlog_held_us: m.backlog_held_us,
             window_after_hold: m.window_after_hold,
+            pace_while_held: m.pace_while_held(),
+            reader_pace: m.reader_pace(),
             reader_tail_us: m.reader_tail_us,
             client_unread_at_end: m.client_unread_at_end,
             server_pauses: m.server_pauses,

@@ -575,6 +575,53 @@ fn a_client_holding_off_while_the_servers_bytes_wait_in_the_socket_is_the_client
     assert_eq!((m.limit, m.backlog_held_us), (LinkLimit::Link, 0), "{m:?}");
 }
 
+#[test]
+fn a_transfer_at_the_pace_the_client_took_while_behind_is_the_client_reader() {
+    // The matrix's slow reader at 5 ms: rttscope holds off for the client 6 ms in every 7,
+    // but each hold is short and the server's bytes never pile up past a relay buffer, nor
+    // does the window shut. Each cycle moves 32 KiB (4.7 MB/s); during each hold the client
+    // acknowledges `acked` bytes and the kernel takes in `during` of the server's.
+    let held = |acked: u64, during: u64| {
+        let mut t = tracker();
+        reading(&mut t, 16 << 20, 0);
+        t.response_started(0);
+        let (mut now, mut received, mut client_acked) = (0, 0, 0);
+        while now < 2_000_000 {
+            now += 1_000;
+            received += 32_768 - during;
+            t.read(now, 16_384);
+            t.held_off(true, now);
+            backlog(&mut t, received, 1_000);
+            client(&mut t, client_acked);
+            now += 6_000;
+            (received, client_acked) = (received + during, client_acked + acked);
+            t.held_off(false, now);
+            backlog(&mut t, received, 1_000);
+            client(&mut t, client_acked);
+            t.read(now, 16_384);
+        }
+        t.finished(now, received, 1, now).unwrap()
+    };
+    // The client took 5 MB/s while behind, the server kept sending meanwhile: the transfer
+    // moved at the client's pace.
+    let m = held(30_000, 28_000);
+    assert!(m.backlog_held_us == 0 && m.reader_tail_us * 10 < m.duration_us, "{m:?}");
+    assert!(m.window_after_hold > Some(1 << 20), "{m:?}");
+    assert_eq!((m.reader_pace(), m.pace_while_held()), (Some(5_000_000), Some(4_666_666)), "{m:?}");
+    assert_eq!(m.limit, LinkLimit::ClientReader, "{m:?}");
+    // The client's acknowledgements came in bursts it did not time (0.8 MB/s), but the
+    // server nearly stopped while rttscope held off: it slowed with the client.
+    assert_eq!(held(5_000, 5_000).limit, LinkLimit::ClientReader);
+    // A client that took next to nothing while behind while the server went on sending (a
+    // lag in bursts the kernel absorbed): not the limit.
+    assert_eq!(held(5_000, 28_000).limit, LinkLimit::Link);
+}
+
+/// A reading of the client's socket: `acked` bytes acknowledged, 60 KB waiting for it.
+fn client(t: &mut TransferTracker, acked: u64) {
+    t.client_sample(&LinkSample { bytes_acked: acked, outq: 60_000, ..LinkSample::default() });
+}
+
 /// A reading with `unread` bytes of the server's waiting in the socket, under a 16 MB window.
 fn backlog(t: &mut TransferTracker, received: u64, unread: u32) {
     t.sample(&LinkSample {

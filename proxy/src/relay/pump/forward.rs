@@ -337,6 +337,11 @@ impl Pump<'_> {
         if held != self.held_off {
             self.held_off = held;
             self.tap.held_off(held, Instant::now());
+            if held {
+                // The kernel's count of the server's bytes as the hold begins: what it takes
+                // in until rttscope reads again says whether the server slowed with the client.
+                sample(self.tap, self.client, self.upstream);
+            }
         }
         if self.to_client.read_closed && self.to_client.is_empty() {
             // The server closing after the client's half-close is the client's doing.
