@@ -403,7 +403,10 @@ pub fn evidence(v: &Value) -> String {
     let held = f(v, "held_off_us").unwrap_or(0.0);
     if held > 0.0 {
         parts.push(format!("held off {:.0} %", 100.0 * held / duration));
-        // How fast the server went on sending meanwhile, against the transfer's pace.
+    }
+    // How fast the server went on sending while held, and the reader's pace while behind,
+    // against the transfer's: figures of a hold-off long enough to time (a tenth or more).
+    if held >= 0.1 * duration {
         if let Some(pace) = f(v, "pace_while_held") {
             let share = 100.0 * pace / f(v, "throughput").unwrap_or(0.0).max(1.0);
             parts.push(format!("{share:.0} % of its pace while held"));

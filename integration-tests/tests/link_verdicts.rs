@@ -233,6 +233,19 @@ fn capped_receive_buffer_is_the_receive_window() {
 
 /// Reads `from` at no more than `bytes_per_second`, pausing between reads: an application
 /// that does work between rows. Returns the bytes read.
+/// `sql` through rttscope, its output read at `bytes_per_second`; the verdict on it, shown
+/// under `label`.
+fn read_slowly_through(rig: &Rig, sql: &str, bytes_per_second: f64, label: &str) -> serde_json::Value {
+    let started = Instant::now();
+    let mut child = rig.stream_to_pipe(sql);
+    let read = read_slowly(child.stdout.take().expect("stdout piped"), bytes_per_second);
+    let elapsed = finish(child, started);
+    let v = rig.large_verdict();
+    show(label, &v);
+    eprintln!("{label}: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
+    v
+}
+
 fn read_slowly(mut from: impl Read, bytes_per_second: f64) -> u64 {
     let started = Instant::now();
     let mut buf = vec![0u8; 16 * 1024];
@@ -259,13 +272,7 @@ fn slow_reader_is_the_client_reader() {
     // 5 MB/s (40 % of the link) makes it the slow reader. The whole 22 MB is needed: the
     // loopback sockets between rttscope and its client absorb several MB before rttscope's
     // own buffer fills and it stops reading the server.
-    let started = Instant::now();
-    let mut child = rig.stream_to_pipe(BULK_SQL);
-    let read = read_slowly(child.stdout.take().expect("stdout piped"), 5e6);
-    let elapsed = finish(child, started);
-    let v = rig.large_verdict();
-    show("slow reader", &v);
-    eprintln!("slow reader: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
+    let v = read_slowly_through(&rig, BULK_SQL, 5e6, "slow reader");
     assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
     // What the client's socket acknowledged while rttscope held off for it is the reader's
     // own pace: 5 MB/s of the CLI's output, a few percent more on the wire (row headers).
@@ -289,13 +296,7 @@ fn a_reader_at_a_short_rtt_is_timed_while_behind_and_named() {
     let Some(rig) = Rig::start_on(line, &server, &[("net.ipv4.tcp_wmem", "4096 16384 65536")], "") else {
         return;
     };
-    let started = Instant::now();
-    let mut child = rig.stream_to_pipe("SELECT REPEAT('x', 1000) FROM seq_1_to_20000");
-    let read = read_slowly(child.stdout.take().expect("stdout piped"), 5e6);
-    let elapsed = finish(child, started);
-    let v = rig.large_verdict();
-    show("short-RTT reader", &v);
-    eprintln!("short-RTT reader: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
+    let v = read_slowly_through(&rig, "SELECT REPEAT('x', 1000) FROM seq_1_to_20000", 5e6, "short-RTT reader");
     assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
     // Named for what was measured: the transfer at the client's pace, or the server slowing
     // while rttscope waited for the client (at this RTT the client's acknowledgements time
@@ -320,13 +321,7 @@ fn a_slow_reader_the_sockets_absorb_is_the_client_reader() {
     let Some(rig) = Rig::start(&[], &[]) else {
         return;
     };
-    let started = Instant::now();
-    let mut child = rig.stream_to_pipe("SELECT REPEAT('x', 1000) FROM seq_1_to_4000");
-    let read = read_slowly(child.stdout.take().expect("stdout piped"), 1e6);
-    let elapsed = finish(child, started);
-    let v = rig.large_verdict();
-    show("absorbed slow reader", &v);
-    eprintln!("absorbed slow reader: took {read} bytes of output in {:.2} s", elapsed.as_secs_f64());
+    let v = read_slowly_through(&rig, "SELECT REPEAT('x', 1000) FROM seq_1_to_4000", 1e6, "absorbed slow reader");
     assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
     let unread = num(&v, "client_unread_at_end");
     assert!(unread >= 0.2 * num(&v, "bytes"), "{unread} unread: {}", v["summary"]);
