@@ -149,18 +149,18 @@ pub(super) const READER_TAIL_SHARE: f64 = 0.1;
 
 /// A transfer that moved at no more than this many times the pace at which the application
 /// took bytes while it was behind (rttscope holding off for it) moved at the application's
-/// pace. Over the emulator a reader taking 5 MB/s from a 100 Mbit/s line left transfers at
-/// 0.98-1.17 × what its socket acknowledged while behind, at 5, 20 and 80 ms, whether the
-/// server's bytes piled up in rttscope's socket meanwhile (20, 80 ms) or, at 5 ms, never more
-/// than a relay buffer's worth (once at 1.85 ×: not named by this). A reader that lags in
+/// pace. Over the emulator a reader taking 5 MB/s from a 100 Mbit/s line was timed at
+/// 5.0-5.1 MB/s at 20 and 80 ms, the transfers at 0.98-1.02 × that; at 5 ms, where the
+/// acknowledgements come in bursts a hold-off does not always span, at 3.3-6.1 MB/s, the
+/// transfers at 0.79-1.85 × (those this misses, [`HELD_SLOWED`] names). A reader that lags in
 /// bursts takes little while behind, and the path keeps the transfer far above that.
 pub(super) const READER_SETS_PACE: f64 = 1.25;
 
 /// A server whose bytes reached rttscope at under this share of the transfer's pace while
 /// rttscope held off for the client slowed with the client: the hold-offs cost the transfer
 /// time though no backlog piled up and the window never shut. The same 5 ms reader, whose
-/// pace its socket's acknowledgements time only roughly at that RTT (3.5-6.1 MB/s for 5),
-/// left the server's bytes arriving at 0.41-0.56 of the transfer's pace while held in the
+/// pace its socket's acknowledgements time only roughly at that RTT (3.3-6.1 MB/s for 5),
+/// left the server's bytes arriving at 0.39-0.56 of the transfer's pace while held in the
 /// runs its pace did not name; at 20 and 80 ms, where the server kept sending into the
 /// hold-offs, 0.87-1.5.
 pub(super) const HELD_SLOWED: f64 = 0.6;
