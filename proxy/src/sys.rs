@@ -240,28 +240,24 @@ pub fn dropped(socket: &impl AsRawFd) -> Option<u32> {
 /// Bytes in the socket's send queue not yet acknowledged (`SIOCOUTQ`) and
 /// received but not yet read (`SIOCINQ`).
 pub fn queued(socket: &impl AsRawFd) -> io::Result<(u32, u32)> {
-    let fd = socket.as_raw_fd();
-    let mut outq: libc::c_int = 0;
-    let mut inq: libc::c_int = 0;
-    // SAFETY: both ioctls write one c_int through the pointer we pass, which
-    // points at a c_int we own; `fd` is a live socket.
-    let (a, b) = unsafe { (libc::ioctl(fd, libc::TIOCOUTQ, &mut outq), libc::ioctl(fd, libc::FIONREAD, &mut inq)) };
-    if a != 0 || b != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((outq.max(0) as u32, inq.max(0) as u32))
+    Ok((unsent(socket)?, socket_count(socket, libc::FIONREAD)?))
 }
 
 /// Bytes written to `socket` and not yet acknowledged by its peer (`SIOCOUTQ`): one ioctl
 /// where [`queued`] makes two.
 pub fn unsent(socket: &impl AsRawFd) -> io::Result<u32> {
-    let mut outq: libc::c_int = 0;
-    // SAFETY: the ioctl writes one c_int through the pointer we pass, which points at a
+    socket_count(socket, libc::TIOCOUTQ)
+}
+
+/// A socket's byte count that the ioctl `request` reads (`SIOCOUTQ`, `SIOCINQ`).
+fn socket_count(socket: &impl AsRawFd, request: libc::Ioctl) -> io::Result<u32> {
+    let mut count: libc::c_int = 0;
+    // SAFETY: both requests write one c_int through the pointer we pass, which points at a
     // c_int we own; the fd is a live socket.
-    if unsafe { libc::ioctl(socket.as_raw_fd(), libc::TIOCOUTQ, &mut outq) } != 0 {
+    if unsafe { libc::ioctl(socket.as_raw_fd(), request, &mut count) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(outq.max(0) as u32)
+    Ok(count.max(0) as u32)
 }
 
 /// `send(fd, buf, MSG_NOSIGNAL)` as a bare system call, as std's `write` of a socket makes
