@@ -27,7 +27,8 @@ use std::time::Duration;
 use super::delay::OneWayModel;
 use super::loss::{MSS, RTO_MIN};
 
-/// Linux's initial window: ten segments.
+/// Linux's initial window: ten segments. The record's slow-start rounds and the what-if
+/// projections count from this one too, so that they agree with what is emulated.
 pub const INITIAL_WINDOW: u64 = 10 * MSS;
 /// Without a bandwidth, the window stops growing here: far more than a result needs per
 /// round trip.

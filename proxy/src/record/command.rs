@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Origin, PayloadSample};
 use crate::fingerprint::{FingerprintId, Paging, StatementKind};
+use crate::inject::slow_start::INITIAL_WINDOW;
 
 /// Up to four hashed values (literals or parameters), in order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,9 +28,6 @@ impl Values {
         &self.hashes[..usize::from(self.len)]
     }
 }
-
-/// TCP's initial window, the one `inject` emulates: projections and emulation agree on it.
-pub(crate) use crate::inject::slow_start::INITIAL_WINDOW;
 
 /// [`CommandRecord::slow_start_rounds`] of a response of `bytes`.
 fn slow_start_rounds(bytes: u64) -> u64 {

@@ -53,7 +53,6 @@ use tokio::time::Instant;
 
 pub use aggregate::{Aggregates, ConnectionStats, OTHER_FINGERPRINT, QueryStats, Totals};
 pub use collector::{CatchUp, Collector, Consumer};
-pub(crate) use command::INITIAL_WINDOW;
 pub use command::{CommandRecord, LargeResponses, Values};
 pub use compressibility::{Compressibility, MeasureBudget, PayloadSample, ResponseSampler};
 pub use event::{Connected, Event, EventReceiver, EventSink, IdentityChange};

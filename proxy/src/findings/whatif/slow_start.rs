@@ -11,7 +11,7 @@
 //! in about 80 ms took some 20 ms more at 5 ms than either alone says: about what the server
 //! waits for a full 4 MiB buffer here.
 
-use crate::record::INITIAL_WINDOW;
+use crate::inject::slow_start::INITIAL_WINDOW;
 
 /// The most a server's socket buffers ahead of the window: Linux's default `tcp_wmem`
 /// maximum, the size its send buffer autotunes to at most.
