@@ -301,7 +301,15 @@ fn lag_words(m: &Measurement) -> String {
     if m.limit == LinkLimit::ClientReader || m.limit == LinkLimit::Latency || held < 0.1 {
         return String::new();
     }
-    let pace = m.pace_while_held().map(|p| format!(" (its bytes reached rttscope at {} while it waited)", rate(p)));
+    // The pace beside the transfer's: a server far slower while held than overall (hold-offs
+    // too short a share to weigh, `slowed_while_held`) is said to be, not only to have sent.
+    let pace = m.pace_while_held().map(|p| {
+        format!(
+            " (its bytes reached rttscope at {}, {:.0}% of the transfer's pace, while it waited)",
+            rate(p),
+            100.0 * p as f64 / m.throughput.max(1) as f64
+        )
+    });
     format!(
         "; the application fell behind at times (rttscope stopped reading the server for {}, {:.0}% of the transfer), but the server kept sending meanwhile{}: not a limit here",
         us(m.held_off_us),
@@ -480,7 +488,7 @@ mod tests {
         // With the hold-offs read at both ends: how fast the server went on sending.
         (lagged.held_received, lagged.held_timed_us) = (5_000_000, 500_000);
         let words = links.add(1, 0, lagged).summary.clone();
-        assert!(words.contains("but the server kept sending meanwhile (its bytes reached rttscope at 10.0 MB/s while it waited): not a limit here"), "{words}");
+        assert!(words.contains("but the server kept sending meanwhile (its bytes reached rttscope at 10.0 MB/s, 95% of the transfer's pace, while it waited): not a limit here"), "{words}");
         lagged.held_off_us = 100_000;
         let words = links.add(1, 0, lagged).summary.clone();
         assert!(!words.contains("fell behind"), "{words}");
