@@ -39,6 +39,7 @@ pub mod human;
 pub mod inject;
 pub mod link;
 pub mod live;
+pub mod local_peer;
 pub mod memory;
 pub mod preflight;
 pub mod protocol;

@@ -7,7 +7,7 @@
 //! that reads sockets; the relay hands it the raw ones (also under TLS).
 
 use std::collections::VecDeque;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::Arc;
 
 use socket2::SockRef;
@@ -17,6 +17,7 @@ use super::events::{LinkEvent, LinkSink};
 use super::measurement::{LinkLimit, Measurement};
 use super::transfer::TransferTracker;
 use crate::live::{LiveConnection, LiveLink};
+use crate::local_peer::LocalPeer;
 use crate::protocol::{Direction, Observer, Summary};
 use crate::record::{Tap, micros};
 use crate::socket::{LinkSample, LossCounters, loss_counters, sample};
@@ -85,6 +86,20 @@ pub struct Probe {
     /// for the reading of the client's socket that says how much of the response the
     /// application had still to take ([`Probe::client_unread`]).
     unread_wanted: Option<(u64, Box<Measurement>)>,
+    /// The application's own socket, if it is on this host: what it holds unread counts as
+    /// unread too ([`LocalPeer`]).
+    peer: Peer,
+}
+
+/// Where the client's end of the connection is, as far as the probe has looked.
+#[derive(Debug)]
+enum Peer {
+    /// Not looked up yet: the first reading during a transfer does.
+    Unknown,
+    /// On this host: its receive queue can be read.
+    Local(LocalPeer),
+    /// Elsewhere, not TCP, or not readable here: never asked again.
+    Elsewhere,
 }
 
 impl Probe {
@@ -112,6 +127,7 @@ impl Probe {
             last_loss_us: None,
             read_filled: false,
             unread_wanted: None,
+            peer: Peer::Unknown,
         }
     }
 
@@ -174,10 +190,15 @@ impl Probe {
         // A socket that cannot be read right now is simply not sampled.
         let Ok(up) = sample(upstream) else { return (None, None) };
         self.tracker.sample(&up);
-        let down = client.and_then(|c| sample(c).ok());
-        if let Some(down) = &down {
-            self.tracker.client_sample(down);
-        }
+        let down = client.and_then(|c| sample(c).ok().map(|s| (s, c)));
+        let down = match down {
+            Some((down, c)) if self.tracker.in_transfer() => {
+                let peer_unread = self.peer_unread(SockRef::from(c));
+                self.tracker.client_sample(&down, peer_unread);
+                Some(down)
+            }
+            other => other.map(|(down, _)| down),
+        };
         self.live.publish(LiveLink { at_us: now, upstream: up, client: down });
         if up.base_rtt_us() > 0 {
             self.sink.send(LinkEvent::Rtt { base_rtt_us: up.base_rtt_us() });
@@ -190,13 +211,39 @@ impl Probe {
     /// (the client's socket: TCP or Unix, under any TLS) and sends its measurement, judged
     /// with it. Called by the relay before [`sample`](Self::sample) when a reading is due;
     /// nothing is read unless a large response ended.
-    pub fn client_unread(&mut self, client: &impl AsRawFd) {
+    pub fn client_unread<C: AsFd + AsRawFd>(&mut self, client: &C) {
         let Some((at_us, measurement)) = self.unread_wanted.take() else { return };
         let measurement = match crate::sys::unsent(client) {
-            Ok(unacknowledged) => Box::new(measurement.with_client_unread(u64::from(unacknowledged))),
+            Ok(unacknowledged) => {
+                let unread = u64::from(unacknowledged) + u64::from(self.peer_unread(SockRef::from(client)));
+                Box::new(measurement.with_client_unread(unread))
+            }
             Err(_) => measurement,
         };
         self.send_measured(at_us, measurement);
+    }
+
+    /// Bytes the application's own socket holds unread, when it is on this host (0 when it
+    /// is not, or cannot be read: then nothing is claimed about it). Looked up at the first
+    /// call, through the kernel's socket diagnostics ([`LocalPeer`]).
+    fn peer_unread(&mut self, client: SockRef<'_>) -> u32 {
+        if matches!(self.peer, Peer::Unknown) {
+            self.peer = LocalPeer::of(client).map_or(Peer::Elsewhere, Peer::Local);
+        }
+        let Peer::Local(peer) = &self.peer else { return 0 };
+        match peer.unread() {
+            Ok(Some(unread)) => unread,
+            Ok(None) => {
+                // No socket with the client's address on this host: it is elsewhere.
+                self.peer = Peer::Elsewhere;
+                0
+            }
+            Err(e) => {
+                tracing::debug!(conn = self.conn_id, error = %e, "link probe: cannot read the client's own socket (sock_diag); its unread bytes are not counted");
+                self.peer = Peer::Elsewhere;
+                0
+            }
+        }
     }
 
     /// Sends a measurement still waiting for its client reading as it stands.

@@ -490,12 +490,13 @@ impl TransferTracker {
         }
     }
 
-    /// A reading of the client's (TCP) socket during a transfer: behind when more than the
-    /// buffers' worth rttscope wrote had not been taken.
-    pub fn client_sample(&mut self, s: &LinkSample) {
+    /// A reading of the client's (TCP) socket during a transfer, with what the application's
+    /// own socket held unread (`peer_unread`, 0 unless it is on this host): behind when more
+    /// than the buffers' worth rttscope wrote had not been taken by the application.
+    pub fn client_sample(&mut self, s: &LinkSample, peer_unread: u32) {
         if let Some(t) = self.current.as_mut() {
             t.client_readings += 1;
-            t.client_behind_readings += u32::from(u64::from(s.outq) >= UNREAD_FLOOR);
+            t.client_behind_readings += u32::from(u64::from(s.outq) + u64::from(peer_unread) >= UNREAD_FLOOR);
             if let (Some(hold), Some(at_hold)) = (t.client_after_hold_us.take(), t.acked_at_hold.take()) {
                 t.reader_taken += s.bytes_acked.saturating_sub(at_hold);
                 t.reader_timed_us += hold;

@@ -619,7 +619,7 @@ fn a_transfer_at_the_pace_the_client_took_while_behind_is_the_client_reader() {
 
 /// A reading of the client's socket: `acked` bytes acknowledged, 60 KB waiting for it.
 fn client(t: &mut TransferTracker, acked: u64) {
-    t.client_sample(&LinkSample { bytes_acked: acked, outq: 60_000, ..LinkSample::default() });
+    t.client_sample(&LinkSample { bytes_acked: acked, outq: 60_000, ..LinkSample::default() }, 0);
 }
 
 /// A reading with `unread` bytes of the server's waiting in the socket, under a 16 MB window.
@@ -787,4 +787,32 @@ fn a_full_line_read_late_by_a_busy_rttscope_is_not_a_window() {
     window(&mut t, 3 << 20, 6 << 20);
     let m = t.finished(now, 400 * 32_768, 1, now).unwrap();
     assert_eq!((m.limit, m.idle_us), (LinkLimit::Link, 0), "{m:?}");
+}
+
+/// A steady stream at the line's pace to an application that fell behind in its own socket
+/// (on this host, read through `sock_diag`): rttscope's socket to it empty at every reading,
+/// the application's holding 200 KB and more. Behind at each reading, and with a fifth of the
+/// response still unread at the end, the reader.
+#[test]
+fn a_reader_behind_in_its_own_socket_is_behind() {
+    let stream = |peer_unread: u32| {
+        let mut t = tracker();
+        t.response_started(0);
+        for i in 1..=77u32 {
+            t.read(u64::from(i) * 2_600, 32_768);
+            if i % 8 == 0 {
+                t.client_sample(&LinkSample { outq: 2_000, ..LinkSample::default() }, peer_unread * i / 8);
+            }
+        }
+        window(&mut t, 3 << 20, 6 << 20);
+        let m = t.finished(200_200, 2_523_136, 1, 200_200).unwrap();
+        (m.client_readings, m.client_behind_readings, m)
+    };
+    let (readings, behind, m) = stream(200_000);
+    assert_eq!((readings, behind), (9, 9), "{m:?}");
+    assert_eq!(m.with_client_unread(2_000 + 1_800_000).limit, LinkLimit::ClientReader);
+    // Nothing waiting in the application's socket: never behind, and the line's.
+    let (readings, behind, m) = stream(0);
+    assert_eq!((readings, behind), (9, 0), "{m:?}");
+    assert_eq!(m.with_client_unread(2_000).limit, LinkLimit::Link);
 }
