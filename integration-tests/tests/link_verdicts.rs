@@ -246,8 +246,12 @@ fn read_slowly_through(rig: &Rig, sql: &str, bytes_per_second: f64, label: &str)
     (v, read as f64 / elapsed.as_secs_f64())
 }
 
+/// Takes `from` at `bytes_per_second`, timed from its first byte: an application that works
+/// on each row as it comes has no time saved up from waiting for the first (timed from the
+/// start, it took the first half-megabyte at full speed while the connection and the query
+/// crossed the line).
 fn read_slowly(mut from: impl Read, bytes_per_second: f64) -> u64 {
-    let started = Instant::now();
+    let mut started = None;
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
     loop {
@@ -255,6 +259,7 @@ fn read_slowly(mut from: impl Read, bytes_per_second: f64) -> u64 {
             Ok(0) | Err(_) => return total,
             Ok(n) => total += n as u64,
         }
+        let started = *started.get_or_insert_with(Instant::now);
         let due = Duration::from_secs_f64(total as f64 / bytes_per_second);
         if let Some(ahead) = due.checked_sub(started.elapsed()) {
             std::thread::sleep(ahead);
@@ -333,6 +338,38 @@ fn a_slow_reader_the_sockets_absorb_is_the_client_reader() {
     assert!(
         summary.contains("when the server's last byte reached rttscope the application had still to take"),
         "{summary}"
+    );
+}
+
+/// The same, where the application's own socket holds the result: a client with a large
+/// receive buffer (16 MiB here, as an application that sets `SO_RCVBUF`), rttscope's socket to
+/// it holding only 64 KiB. What the application left unread waits in its socket's receive
+/// queue, acknowledged by its kernel — from rttscope's socket it looks taken, and the verdict
+/// was the line's (`link`). The client is on this host, and its kernel says what it holds.
+#[test]
+fn a_slow_reader_its_own_socket_absorbs_is_the_client_reader() {
+    let _serial = serial();
+    let line = Line { rtt: Duration::from_millis(20), bandwidth_bps: LINK_BPS, impairments: Default::default() };
+    let client = [("net.ipv4.tcp_wmem", "4096 16384 65536"), ("net.ipv4.tcp_rmem", "4096 16777216 16777216")];
+    let Some(rig) = Rig::start_on(line, &[], &client, "") else {
+        return;
+    };
+    // 2 MB: under what the client's window opens to (about 2.1 MiB measured here), so the
+    // result goes through rttscope without a hold-off and waits for the application there.
+    let started = Instant::now();
+    let mut child = rig.stream_to_pipe("SELECT REPEAT('x', 1000) FROM seq_1_to_2000");
+    read_slowly(child.stdout.take().expect("stdout piped"), 1e6);
+    finish(child, started);
+    let v = rig.verdict(|v| v["bytes"].as_u64().unwrap_or(0) >= 2_000_000);
+    show("reader behind its own socket", &v);
+    assert_eq!(v["limit"], "client_reader", "{}", v["summary"]);
+    let unread = num(&v, "client_unread_at_end");
+    assert!(unread >= 0.2 * num(&v, "bytes"), "{unread} unread: {}", v["summary"]);
+    assert!(unread > f64::from(64u32 << 10) * 2.0, "more than rttscope's socket can hold: {unread}");
+    assert!(
+        num(&v, "held_off_us") < 0.25 * num(&v, "duration_us"),
+        "named without holding rttscope off: {}",
+        v["summary"]
     );
 }
 
