@@ -29,7 +29,7 @@ use rttscope_integration_tests::wan::{Chance, Impairments, WanImpairments};
 pub const LINE_BPS: u64 = 100_000_000;
 /// The capped line of [`Cause::LinkRate`], bits per second.
 pub const CAPPED_BPS: u64 = 30_000_000;
-/// The slow reader's pace: 40 % of the line.
+/// The slow reader's pace, timed from its first byte: 40 % of the line.
 pub const READER_BYTES_PER_SECOND: f64 = 5e6;
 /// Characters in a result row (the wire adds a few bytes of header to each).
 const ROW_BYTES: u64 = 1_000;
@@ -112,8 +112,8 @@ impl Cause {
             Cause::SlowServer => setup.sql = slow_server_sql(rtt_ms, rows),
             // rttscope's socket to its client may buffer 64 KiB: without a clamp the loopback
             // sockets take in several MB, and a result that fits in them leaves the server at
-            // the path's pace whatever the reader does later (a finding rttscope cannot make
-            // from the server's side; see docs/benchmarks.md).
+            // the path's pace whatever the reader does later — then the reader is named from
+            // what it left unread (`link_verdicts` tests that); these cells test the pace.
             Cause::SlowClient => {
                 setup.slow_reader = true;
                 setup.client_sysctls.push(("net.ipv4.tcp_wmem".into(), "4096 16384 65536".into()));

@@ -110,10 +110,13 @@ fn wait_for(mut child: Child, deadline: Instant) -> Result<(), String> {
 }
 
 /// Takes the client's output at [`READER_BYTES_PER_SECOND`], pausing between reads (an
-/// application that works between rows), until it ends or `deadline`.
+/// application that works between rows), until it ends or `deadline`. Timed from the first
+/// byte: an application has no time saved up from waiting for its first row (timed from the
+/// start, the reader took the first 0.5-2 MB at full speed while the connection and the query
+/// crossed the line, and was not slow in a 1 MiB cell at all).
 fn read_slowly(mut child: Child, deadline: Instant) -> Result<(), String> {
     let mut out = child.stdout.take().ok_or("the client's output is not piped")?;
-    let started = Instant::now();
+    let mut started = None;
     let mut buf = vec![0u8; 16 * 1024];
     let mut total = 0u64;
     loop {
@@ -122,6 +125,7 @@ fn read_slowly(mut child: Child, deadline: Instant) -> Result<(), String> {
             Ok(n) => total += n as u64,
             Err(e) => return Err(format!("reading the client's output: {e}")),
         }
+        let started = *started.get_or_insert_with(Instant::now);
         if Instant::now() >= deadline {
             return Err(stop(child));
         }
