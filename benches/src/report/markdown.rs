@@ -1,7 +1,7 @@
 //! The report as Markdown: a heading with the command and the machine, the table, notes on
 //! how each workload was run and what the scenarios change; and number formatting.
 
-use super::{Compare, PointSample, Report, TARGET_INSTRUCTIONS};
+use super::{Compare, PointSample, Report, TARGET_INSTRUCTIONS_VS_PEER};
 use crate::scenario::{self, Leg, Program};
 
 impl Report {
@@ -203,14 +203,14 @@ impl Report {
              user-space instructions of all the proxy's threads / round trips, the fewest over the windows (a \
              window the machine slows counts more timer and wake-up work). Medians: {}. The windows of a \
              scenario differed by at most {:.2} % (max − min over min). Idle, over as long as the reported \
-             window took: {} instructions in all. Target ≤ {} is rttscope's with recording on.",
+             window took: {} instructions in all. Target ≤ {:.2}× HAProxy's is rttscope's with recording on.",
             group(plan.warmup),
             plan.windows,
             group(plan.round_trips),
             medians,
             worst * 100.0,
             idle,
-            group(TARGET_INSTRUCTIONS as u64),
+            TARGET_INSTRUCTIONS_VS_PEER,
         )];
         if let Some(c) = counts.iter().find(|c| c.program == Program::Rttscope)
             && !c.top.is_empty()

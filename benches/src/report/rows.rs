@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use super::{
-    SideResult, TARGET_ADDED_P50_US, TARGET_ADDED_VS_PEER, TARGET_INSTRUCTIONS, TARGET_QPS_VS_PEER, TARGET_RATIO, group,
+    SideResult, TARGET_ADDED_P50_US, TARGET_ADDED_VS_PEER, TARGET_INSTRUCTIONS_VS_PEER, TARGET_QPS_VS_PEER,
+    TARGET_RATIO,
 };
 use crate::instructions::InstructionCount;
 use crate::options::{Plan, Workload};
@@ -157,12 +158,9 @@ fn side_rows(plan: &Plan, direct: &SideResult, s: &SideResult, rows: &mut Vec<Ro
     }
 }
 
-/// f's row: the target is rttscope's with recording on, so `no-record` has none.
+/// f's row: its target is against HAProxy's count in the same run ([`versus_peer`]).
 fn instruction_row(c: &InstructionCount) -> Row {
     let (target, met) = match c.program {
-        Program::Rttscope if c.scenario != scenario::NO_RECORD => {
-            (Some(format!("≤ {}", group(TARGET_INSTRUCTIONS as u64))), Some(c.per_round_trip <= TARGET_INSTRUCTIONS))
-        }
         Program::Rttscope => (None, None),
         other => (Some(reference_label(other).to_owned()), None),
     };
@@ -208,6 +206,10 @@ fn versus_peer(row: &Row, rows: &[Row], kinds: &[Kind<'_>]) -> Option<PeerCompar
     let (target, met) = match (program.is_rttscope(), row.id) {
         (true, "a.p50") => (Some(format!("≤ {TARGET_ADDED_VS_PEER:.2}×")), ratio.map(|r| r <= TARGET_ADDED_VS_PEER)),
         (true, "b") => (Some(format!("≥ {TARGET_QPS_VS_PEER:.2}×")), ratio.map(|r| r >= TARGET_QPS_VS_PEER)),
+        // The target is rttscope's with recording on: `no-record` has none.
+        (true, "f") if row.scenario != scenario::NO_RECORD => {
+            (Some(format!("≤ {TARGET_INSTRUCTIONS_VS_PEER:.2}×")), ratio.map(|r| r <= TARGET_INSTRUCTIONS_VS_PEER))
+        }
         _ => (None, None),
     };
     Some(PeerCompare { peer: peer.to_owned(), ratio, target, met })
