@@ -299,4 +299,44 @@ mod tests {
         assert_eq!(find("a.p50", "haproxy-tls").compare, Compare::Added(40.0));
         Ok(())
     }
+
+    fn count(scenario: &str, program: Program, per_round_trip: f64) -> InstructionCount {
+        InstructionCount {
+            scenario: scenario.into(),
+            program,
+            leg: Leg::Tcp,
+            proxy_config: String::new(),
+            round_trips: 2_000,
+            windows: vec![(per_round_trip * 2_000.0) as u64],
+            window_seconds: vec![1.0],
+            per_round_trip,
+            median_per_round_trip: per_round_trip,
+            max_per_round_trip: per_round_trip,
+            idle: 0,
+            top: Vec::new(),
+            callgrind_out: None,
+            annotated: None,
+        }
+    }
+
+    /// f is held to HAProxy's count in the same run, recording on (issue 39).
+    #[test]
+    fn instructions_against_haproxys_in_the_same_run() -> anyhow::Result<()> {
+        let plan = Options { only: vec!["f".into()], ..Options::quick() }.plan()?;
+        let direct = side("direct", Program::Direct, Leg::Tcp, 60.0, 70_000.0);
+        let counts = [
+            count("default", Program::Rttscope, 8_090.0),
+            count(scenario::NO_RECORD, Program::Rttscope, 5_831.0),
+            count("haproxy", Program::Haproxy, 6_347.0),
+        ];
+        let rows = rows(&plan, &direct, &[], &counts);
+        let find = |s: &str| rows.iter().find(|r| r.id == "f" && r.scenario == s).expect("row");
+        let default = find("default").versus_peer.clone().expect("vs HAProxy");
+        assert_eq!((default.target.as_deref(), default.met), (Some("≤ 1.00×"), Some(false)));
+        assert!((default.ratio.unwrap_or_default() - 8_090.0 / 6_347.0).abs() < 1e-9);
+        assert_eq!(find("default").target, None, "no fixed count");
+        let off = find(scenario::NO_RECORD).versus_peer.clone().expect("compared too");
+        assert_eq!((off.target, off.met), (None, None), "the target is recording on");
+        Ok(())
+    }
 }
