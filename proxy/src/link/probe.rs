@@ -190,15 +190,14 @@ impl Probe {
         // A socket that cannot be read right now is simply not sampled.
         let Ok(up) = sample(upstream) else { return (None, None) };
         self.tracker.sample(&up);
-        let down = client.and_then(|c| sample(c).ok().map(|s| (s, c)));
-        let down = match down {
-            Some((down, c)) if self.tracker.in_transfer() => {
-                let peer_unread = self.peer_unread(SockRef::from(c));
-                self.tracker.client_sample(&down, peer_unread);
-                Some(down)
-            }
-            other => other.map(|(down, _)| down),
-        };
+        let down = client.and_then(|c| sample(c).ok());
+        // Outside a transfer a client reading counts for nothing: its own socket is not asked.
+        if let (Some(down), Some(c)) = (&down, client)
+            && self.tracker.in_transfer()
+        {
+            let peer_unread = self.peer_unread(SockRef::from(c));
+            self.tracker.client_sample(down, peer_unread);
+        }
         self.live.publish(LiveLink { at_us: now, upstream: up, client: down });
         if up.base_rtt_us() > 0 {
             self.sink.send(LinkEvent::Rtt { base_rtt_us: up.base_rtt_us() });
