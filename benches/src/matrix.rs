@@ -369,6 +369,10 @@ pub fn evidence(v: &Value) -> String {
     if let Some(b) = f(v, "bytes_per_rtt") {
         parts.push(format!("{}/RTT", kb(b)));
     }
+    // The round trip the transfer lived (the socket's smoothed RTT) beside the path's own.
+    if let (Some(srtt), Some(base)) = (f(v, "rtt_us"), f(v, "base_rtt_us")) {
+        parts.push(format!("RTT {:.1} ms (base {:.1})", srtt / 1e3, base / 1e3));
+    }
     if let Some(w) = f(v, "advertised_window") {
         parts.push(format!("adv. window {}", kb(w)));
     }
@@ -378,6 +382,9 @@ pub fn evidence(v: &Value) -> String {
         let rto = f(l, "rto_stalls").unwrap_or(0.0);
         let stall_ms = f(l, "recovery_stall_us").unwrap_or(0.0) / 1e3;
         parts.push(format!("{stalls:.0} stalls ({rto:.0} RTO, {stall_ms:.0} ms)"));
+    }
+    if let Some(timed) = f(l, "recoveries_timed").filter(|t| *t > 0.0) {
+        parts.push(format!("{:.0} of {timed:.0} recoveries cut", f(l, "recoveries_cut").unwrap_or(0.0)));
     }
     let rate = f(l, "loss_rate").unwrap_or(0.0);
     if rate > 0.0 {
@@ -424,6 +431,16 @@ pub fn evidence(v: &Value) -> String {
     let idle = f(v, "idle_us").unwrap_or(0.0);
     if idle > 0.0 {
         parts.push(format!("idle {:.0} %", 100.0 * idle / duration));
+    }
+    // The share loss's rule reads: from the end of the sender's first recovery on.
+    let after = f(v, "after_first_loss_us").unwrap_or(duration);
+    if stalls > 0.0 && after < duration {
+        let idle_after = f(v, "idle_after_first_loss_us").unwrap_or(0.0);
+        parts.push(format!(
+            "{:.0} % idle in the last {:.0} %",
+            100.0 * idle_after / after.max(1.0),
+            100.0 * after / duration
+        ));
     }
     parts.join(", ")
 }

@@ -51,6 +51,14 @@ pub struct Loss {
     pub dsack_dups: u64,
     /// Reorderings of rttscope's segments the server's ACKs revealed (TCP_INFO `reord_seen`).
     pub reord_seen: u64,
+    /// Recovery episodes whose round trip before and round trip after were both timed
+    /// (steady, undisturbed), and of them those after which the sender delivered at most ¾ of
+    /// the round trip before: a loss-based sender cutting its window, not a path that held it.
+    #[serde(default)]
+    pub recoveries_timed: u32,
+    /// Of `recoveries_timed`, those after which the sender delivered at most ¾ as much.
+    #[serde(default)]
+    pub recoveries_cut: u32,
     /// Largest segment received, bytes.
     pub mss: u32,
     /// Loss events (`recovery_episodes`) per data segment received.
@@ -80,6 +88,8 @@ impl Loss {
             rtos: u64::from(moved.rtos),
             dsack_dups: u64::from(moved.dsack_dups),
             reord_seen: u64::from(moved.reord_seen),
+            recoveries_timed: 0,
+            recoveries_cut: 0,
             mss,
             loss_rate,
             loss_limited_throughput: mathis_bound(mss, rtt_us, loss_rate),
@@ -100,12 +110,12 @@ pub struct Stalls {
 
 impl Stalls {
     /// A stall from `start_us` to `end_us` (`counted_us` of it charged to recovery), on a path
-    /// whose base RTT is `rtt_us`.
-    pub fn add(&mut self, start_us: u64, end_us: u64, counted_us: u64, timeout: bool, rtt_us: u64) {
+    /// whose base RTT is `rtt_us`: whether it began a recovery episode.
+    pub fn add(&mut self, start_us: u64, end_us: u64, counted_us: u64, timeout: bool, rtt_us: u64) -> bool {
         self.count += 1;
         self.us += counted_us;
         self.rto += u32::from(timeout);
-        self.episodes.stall(start_us, end_us, timeout, rtt_us);
+        self.episodes.stall(start_us, end_us, timeout, rtt_us)
     }
 
     /// `count` stalls of `us` in all, each an episode of its own (for tests of the words).

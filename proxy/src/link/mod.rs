@@ -21,6 +21,7 @@
 mod emulated;
 mod events;
 mod expected;
+mod flight;
 mod loss;
 mod measurement;
 mod probe;

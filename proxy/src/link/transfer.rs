@@ -4,6 +4,7 @@
 //! socket meanwhile. At the end of a large response it names the one limit
 //! that held it back. Pure logic: the relay feeds it times and samples.
 
+use super::flight::Flight;
 use super::loss::{Loss, Stalls};
 use super::measurement::{
     CLIENT_READER_SHARE, LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, UNREAD_FLOOR,
@@ -94,6 +95,9 @@ struct Transfer {
     first_recovery: Option<(u64, u64)>,
     /// A silence as long as a retransmission timeout, until what follows it tells what it was.
     silence: Option<Silence>,
+    /// What each recovery did to what the sender delivered a round trip: from a response's
+    /// second read on (most responses are one read, and need none).
+    flight: Option<Flight>,
     /// The socket's loss counters when the response started.
     start: Option<LossCounters>,
     max_mss: u32,
@@ -159,7 +163,10 @@ impl Transfer {
 
     /// A stall from `start_us` to `end_us`, `counted_us` of it charged to recovery.
     fn stall(&mut self, start_us: u64, end_us: u64, counted_us: u64, timeout: bool, rtt_us: u64) {
-        self.stalls.add(start_us, end_us, counted_us, timeout, rtt_us);
+        let began_episode = self.stalls.add(start_us, end_us, counted_us, timeout, rtt_us);
+        if let Some(flight) = self.flight.as_mut() {
+            flight.stall(start_us, end_us, began_episode, rtt_us);
+        }
         if self.stalls.episodes.count == 1 {
             self.first_recovery = Some((end_us, self.idle_us));
         }
@@ -314,6 +321,11 @@ impl TransferTracker {
         let dropped = self.latest.and_then(|c| c.dropped);
         let Some(t) = self.current.as_mut() else { return };
         let mss = t.mss();
+        match t.flight.as_mut() {
+            Some(flight) => flight.read(now_us, bytes, rtt),
+            None if now_us == t.first_us => {}
+            None => t.flight.insert(Flight::default()).read(now_us, bytes, rtt),
+        }
         if let Some(silence) = t.silence.as_mut() {
             silence.read(now_us, bytes, rtt);
             let verdict = silence.at_reading(now_us, dropped, rtt, mss);
@@ -382,6 +394,9 @@ impl TransferTracker {
                 self.blocked_since = Some(now_us);
                 if let Some(t) = self.current.as_mut() {
                     (t.hold_reading, t.received_at_hold) = (true, None);
+                    if let Some(flight) = t.flight.as_mut() {
+                        flight.disturbed();
+                    }
                 }
             }
             (false, Some(since)) => {
@@ -547,7 +562,11 @@ impl TransferTracker {
             (Some(now), Some(start)) => now.since(&start),
             _ => LossCounters::default(),
         };
-        let loss = Loss::from_transfer(&moved, &t.stalls, t.max_mss, base_rtt_us);
+        let loss = Loss {
+            recoveries_timed: t.flight.as_ref().map_or(0, |f| f.timed),
+            recoveries_cut: t.flight.as_ref().map_or(0, |f| f.cut),
+            ..Loss::from_transfer(&moved, &t.stalls, t.max_mss, base_rtt_us)
+        };
         let events = t.stalls.episodes.count;
         // The sender's window was what loss let it have: the throughput is at the Mathis bound.
         let loss_binds = events >= MIN_LOSS_EVENTS
@@ -570,7 +589,11 @@ impl TransferTracker {
         // round trips however far above it — and the pipe stood empty at times.
         let (after_first_loss_us, idle_after_first_loss_us) = t.after_first_recovery(end_us);
         let pipe_emptied = idle_after_first_loss_us as f64 / after_first_loss_us as f64 >= LOSS_IDLE_SHARE;
-        let loss_paced = !under_loss_bound && pipe_emptied && (loss_binds || (above_bound && frequent_loss));
+        // Each recovery cut what the sender delivered: a loss-based window, not the path, set
+        // the pace, however its rate compares with the Mathis bound.
+        let cut_by_loss = events >= MIN_LOSS_EVENTS && t.flight.as_ref().is_some_and(Flight::mostly_cut);
+        let loss_paced =
+            pipe_emptied && (cut_by_loss || (!under_loss_bound && (loss_binds || (above_bound && frequent_loss))));
         let our_window_could_bind =
             at_rmem_ceiling && u64::from(t.max_window) <= bytes_per_rtt.max(1) * WINDOW_NEVER_FILLED;
         let also_loss = |limit| (limit, loss_also.then_some(LinkLimit::Loss));

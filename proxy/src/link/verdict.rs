@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::emulated;
 use super::expected::{Expected, HostCheck};
+use super::loss::Loss;
 use super::measurement::{LOSS_OUTRUN, LinkLimit, MIN_LOSS_EVENTS, Measurement, READER_TAIL_SHARE, window_closed};
 use super::sysctl::Sysctls;
 use crate::human::{bytes, count, counted, rate, us};
@@ -174,7 +175,7 @@ impl Links {
                     format!(
                         "{moved}: loss is the limit: {} of the sender ({}, {} in all) in {} received, a loss rate of {:.2}%; \
                          a TCP losing that much with {} segments at that RTT carries at most {} (the Mathis bound, MSS / RTT × 1.22 / √p), \
-                         and this one carried {}{}",
+                         and this one carried {}{}{}",
                         counted(u64::from(l.recovery_episodes), "recovery episode", "recovery episodes"),
                         counted(u64::from(l.recovery_stalls), "stall", "stalls"),
                         us(l.recovery_stall_us),
@@ -183,7 +184,8 @@ impl Links {
                         bytes(u64::from(l.mss)),
                         rate(l.loss_limited_throughput.unwrap_or(0)),
                         rate(m.throughput),
-                        above_bound_words(m)
+                        above_bound_words(m),
+                        cut_words(l)
                     ),
                     "Packets are lost between rttscope and the server: bigger buffers will not help (the sender's window is what loss leaves it). \
                      Look for drops on the path: interface errors and drops on both hosts (ip -s link), a policer or an overflowing queue, a bad cable or radio link; \
@@ -291,6 +293,18 @@ fn above_bound_words(m: &Measurement) -> String {
         ", above the bound but with a loss event every {:.1} round trips and the pipe empty {:.0}% of the time between them: the losses kept cutting the window before it filled the path",
         rtts / f64::from(l.recovery_episodes),
         100.0 * m.idle_after_first_loss_us as f64 / m.after_first_loss_us.max(1) as f64
+    )
+}
+
+/// What the sender did after its recoveries, where they were timed: the window cut each time
+/// is what tells loss from a path that held the sender at the same rate.
+fn cut_words(l: &Loss) -> String {
+    if l.recoveries_timed == 0 || 3 * l.recoveries_cut < 2 * l.recoveries_timed {
+        return String::new();
+    }
+    format!(
+        "; after {} of {} recoveries timed it delivered at most ¾ as much a round trip as before: it cut its window for the losses",
+        l.recoveries_cut, l.recoveries_timed
     )
 }
 
@@ -422,6 +436,29 @@ mod tests {
         m.throughput = m.loss.loss_limited_throughput.unwrap();
         let words = links.add(1, 0, m).summary.clone();
         assert!(!words.contains("above the bound"), "{words}");
+    }
+
+    #[test]
+    fn loss_under_its_bound_says_the_recoveries_cut_the_window() {
+        let mut links = Links::new(Sysctls::default(), Expected::default());
+        let mut m = measurement(LinkLimit::Loss);
+        m.loss = Loss::from_transfer(
+            &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
+            &crate::link::loss::Stalls::apart(20, 30_000),
+            1448,
+            1_000,
+        );
+        (m.loss.recoveries_timed, m.loss.recoveries_cut) = (12, 11);
+        m.throughput = m.loss.loss_limited_throughput.unwrap() * 8 / 10;
+        let words = links.add(1, 0, m).summary.clone();
+        assert!(
+            words.ends_with("after 11 of 12 recoveries timed it delivered at most ¾ as much a round trip as before: it cut its window for the losses"),
+            "{words}"
+        );
+        // Recoveries that mostly left the window as it was say nothing of cutting it.
+        m.loss.recoveries_cut = 7;
+        let words = links.add(1, 0, m).summary.clone();
+        assert!(!words.contains("recoveries timed"), "{words}");
     }
 
     /// A reader slower than the path that never held rttscope off (its socket and rttscope's
