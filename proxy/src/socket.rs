@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use serde::{Deserialize, Serialize};
 use socket2::SockRef;
 
-use crate::sys::{dropped, queued, tcp_info};
+use crate::sys::{queued, receive_memory, tcp_info};
 
 /// One reading of a socket (the one to the server, or a client's); recorded, so fields added
 /// later carry `#[serde(default)]` to read older recordings.
@@ -95,6 +95,10 @@ pub struct LinkSample {
     pub outq: u32,
     /// `SIOCINQ`: bytes received and not yet read.
     pub inq: u32,
+    /// Memory the socket held for received data (`SO_MEMINFO`'s `SK_MEMINFO_RMEM_ALLOC`),
+    /// read just before `inq`: with nothing unread, what waits out of order behind a hole.
+    #[serde(default)]
+    pub rmem_alloc: Option<u32>,
 }
 
 impl LinkSample {
@@ -102,6 +106,12 @@ impl LinkSample {
     /// one, else the window clamp it is growing towards.
     pub fn advertised_window(&self) -> u32 {
         self.rcv_wnd.unwrap_or(self.rcv_ssthresh)
+    }
+
+    /// Whether segments waited out of order behind a hole at this reading: the socket held
+    /// received data while nothing was left to read in order.
+    pub fn hole_open(&self) -> bool {
+        self.inq == 0 && self.rmem_alloc.is_some_and(|held| held > 0)
     }
 
     /// The path's base RTT: minimum seen, else the smoothed one.
@@ -201,6 +211,9 @@ where
     let info = tcp_info(socket)?;
     let r = &info.raw;
     let sock = SockRef::from(socket);
+    // Before the queue: bytes arriving in order between the two readings then show as
+    // unread, never as memory held out of order.
+    let memory = receive_memory(socket);
     let (outq, inq) = queued(socket)?;
     Ok(LinkSample {
         rtt_us: r.rtt,
@@ -229,7 +242,8 @@ where
         rcv_ooopack: info.has_reordering_counts().then_some(r.rcv_ooopack),
         data_segs_in: info.has_data_segs().then_some(r.data_segs_in),
         data_segs_out: info.has_data_segs().then_some(r.data_segs_out),
-        dropped: dropped(socket),
+        dropped: memory.and_then(|m| m.dropped),
+        rmem_alloc: memory.map(|m| m.allocated),
         snd_wnd: info.has_windows().then_some(r.snd_wnd),
         rcv_wnd: info.has_windows().then_some(r.rcv_wnd),
         sndbuf: sock.send_buffer_size().map_or(0, |v| v as u32),

@@ -223,18 +223,31 @@ pub fn tcp_info(socket: &impl AsRawFd) -> io::Result<TcpInfo> {
     Ok(TcpInfo { raw, len: filled })
 }
 
-/// Segments the socket received and threw away (`SO_MEMINFO`'s `SK_MEMINFO_DROPS`): on a
-/// TCP socket, data it already had — duplicates and needless retransmissions — and, rarely,
-/// segments dropped for want of receive memory. `None` where the kernel does not report it.
-pub fn dropped(socket: &impl AsRawFd) -> Option<u32> {
+/// What `SO_MEMINFO` says of a socket's receive side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiveMemory {
+    /// `SK_MEMINFO_RMEM_ALLOC`: memory the socket holds for received data — its receive queue
+    /// and, on TCP, the segments waiting out of order behind a hole.
+    pub allocated: u32,
+    /// `SK_MEMINFO_DROPS`: segments received and thrown away — on a TCP socket data it already
+    /// had (duplicates, needless retransmissions) and, rarely, segments dropped for want of
+    /// receive memory.
+    pub dropped: Option<u32>,
+}
+
+/// The socket's receive memory (`SO_MEMINFO`); `None` where the kernel does not report it.
+pub fn receive_memory(socket: &impl AsRawFd) -> Option<ReceiveMemory> {
     let fd = socket.as_raw_fd();
     let mut meminfo = [0u32; libc::SK_MEMINFO_DROPS as usize + 2];
     let mut len = size_of_val(&meminfo) as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into the array we own and stores the
     // count in `len`; `fd` is borrowed from a live socket for the duration of the call.
     let rc = unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_MEMINFO, meminfo.as_mut_ptr().cast(), &mut len) };
-    let covered = (len as usize) / size_of::<u32>() > libc::SK_MEMINFO_DROPS as usize;
-    (rc == 0 && covered).then_some(meminfo[libc::SK_MEMINFO_DROPS as usize])
+    let words = (len as usize) / size_of::<u32>();
+    (rc == 0 && words > libc::SK_MEMINFO_RMEM_ALLOC as usize).then(|| ReceiveMemory {
+        allocated: meminfo[libc::SK_MEMINFO_RMEM_ALLOC as usize],
+        dropped: (words > libc::SK_MEMINFO_DROPS as usize).then_some(meminfo[libc::SK_MEMINFO_DROPS as usize]),
+    })
 }
 
 /// Bytes in the socket's send queue not yet acknowledged (`SIOCOUTQ`) and

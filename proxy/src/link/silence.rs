@@ -6,9 +6,13 @@
 //! its ACK, a round trip later); a server that paused restarts with a window of ten segments
 //! (Linux's restart after idle, `tcp_slow_start_after_idle`), or its whole window, sent back
 //! to back. A loss with segments behind it shows as a hole instead, and counts as loss before
-//! this is asked. So does a duplicate: a sender that resent what it had in flight was not
-//! idle — the path stalled (a delay line starved of CPU released what it held, the timeout's
-//! copy behind it), whatever came at once after.
+//! this is asked — or, when the reading that followed the last read before the silence already
+//! found segments waiting out of order (a loaded host read the socket late, after every segment
+//! behind the hole had come), here: the hole was open as the reads stopped, and its filling
+//! released at once all that queued behind it, a window at once that was no pause. So does a
+//! duplicate: a sender that resent what it had in flight was not idle — the path stalled (a
+//! delay line starved of CPU released what it held, the timeout's copy behind it), whatever
+//! came at once after.
 
 /// Segments that may arrive within half a round trip of the end of a timeout: the resent one
 /// (two, should the read straddle a short segment).
@@ -24,6 +28,9 @@ pub struct Silence {
     pub bytes_after: u64,
     /// The socket's count of duplicates thrown away when the silence began, if known.
     pub dropped_before: Option<u32>,
+    /// Segments waited out of order behind a hole at the reading after the last read before
+    /// the silence.
+    pub hole_open: bool,
 }
 
 /// What a timeout-long silence was.
@@ -46,10 +53,10 @@ impl Silence {
     }
 
     /// The silence as judged at a reading at `now_us` that found `dropped` duplicates thrown
-    /// away so far: [`Verdict::Open`] until half a round trip has passed, unless a duplicate
-    /// already says.
+    /// away so far: [`Verdict::Open`] until half a round trip has passed, unless an open hole
+    /// or a duplicate already says.
     pub fn at_reading(&self, now_us: u64, dropped: Option<u32>, rtt_us: u64, mss: u64) -> Verdict {
-        if self.resent(dropped) {
+        if self.hole_open || self.resent(dropped) {
             return Verdict::Timeout;
         }
         if now_us <= self.end_us + rtt_us / 2 {
@@ -65,7 +72,11 @@ impl Silence {
 
     /// The silence as judged from what came after it so far (the response may have ended).
     pub fn judged(&self, mss: u64) -> Verdict {
-        if self.bytes_after > AFTER_TIMEOUT_SEGMENTS * mss.max(1) { Verdict::Pause } else { Verdict::Timeout }
+        if !self.hole_open && self.bytes_after > AFTER_TIMEOUT_SEGMENTS * mss.max(1) {
+            Verdict::Pause
+        } else {
+            Verdict::Timeout
+        }
     }
 }
 
@@ -74,7 +85,7 @@ mod tests {
     use super::*;
 
     fn silence(first_read: u64) -> Silence {
-        Silence { start_us: 0, end_us: 440_000, bytes_after: first_read, dropped_before: Some(3) }
+        Silence { start_us: 0, end_us: 440_000, bytes_after: first_read, dropped_before: Some(3), hole_open: false }
     }
 
     #[test]
@@ -102,6 +113,13 @@ mod tests {
         // line held at once, and the server's timeout copy of its first segment behind it.
         let s = silence(14_480);
         assert_eq!(s.at_reading(440_300, Some(4), 5_000, 1448), Verdict::Timeout);
+    }
+
+    #[test]
+    fn a_burst_after_a_silence_a_hole_was_open_at_is_a_retransmission() {
+        let s = Silence { hole_open: true, ..silence(14_480) };
+        assert_eq!(s.at_reading(440_300, Some(3), 20_000, 1448), Verdict::Timeout);
+        assert_eq!(s.judged(1448), Verdict::Timeout);
     }
 
     #[test]

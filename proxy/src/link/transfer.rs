@@ -95,6 +95,9 @@ struct Transfer {
     first_recovery: Option<(u64, u64)>,
     /// A silence as long as a retransmission timeout, until what follows it tells what it was.
     silence: Option<Silence>,
+    /// The read after which the latest reading of the socket found segments waiting out of
+    /// order behind a hole, µs.
+    hole_open_after_us: Option<u64>,
     /// What each recovery did to what the sender delivered a round trip: from a response's
     /// second read on (most responses are one read, and need none).
     flight: Option<Flight>,
@@ -353,7 +356,9 @@ impl TransferTracker {
         if timeout {
             // A timeout, or a server that paused as long: what comes next tells (`silence`).
             let dropped_before = self.latest.and_then(|c| c.dropped);
-            t.silence = Some(Silence { start_us: now_us - gap, end_us: now_us, bytes_after: bytes, dropped_before });
+            let hole_open = t.hole_open_after_us == Some(t.last_read_us);
+            t.silence =
+                Some(Silence { start_us: now_us - gap, end_us: now_us, bytes_after: bytes, dropped_before, hole_open });
             t.open_gap = Some((gap, Gap::Timeout));
         } else {
             let kind = if gap >= pause_threshold {
@@ -445,6 +450,7 @@ impl TransferTracker {
                 t.rtt_n += 1;
             }
             t.min_rtt_us = t.min_rtt_us.min(s.base_rtt_us().max(1));
+            t.hole_open_after_us = s.hole_open().then_some(t.last_read_us);
             t.max_window = t.max_window.max(s.advertised_window());
             t.max_rcvbuf = t.max_rcvbuf.max(s.rcvbuf);
             t.max_mss = t.max_mss.max(s.rcv_mss);

@@ -874,3 +874,42 @@ fn a_window_a_recovery_leaves_as_it_was_is_not_cut() {
     let m = t.finished(end, bytes, 1, end).unwrap();
     assert!(m.loss.recoveries_timed >= 25 && m.loss.recoveries_cut == 0, "{m:?}");
 }
+
+#[test]
+fn a_silence_that_began_with_a_hole_open_is_a_timeout_whatever_came_after() {
+    // CI's link_loss BBR test once: "the server paused 1 time for 245.32 ms" under 1 % loss.
+    // On a loaded host the reading after the last read before the silence came late, once
+    // every segment behind the lost one had arrived out of order, so the reading after the
+    // silence saw none arrive; and the retransmission that filled the hole released them all
+    // at once — a window at once, as a paused server restarts. But that first reading found
+    // the socket holding data with nothing to read in order: the hole was open.
+    let mut t = tracker();
+    let base = LinkSample {
+        rtt_us: 20_000,
+        min_rtt_us: Some(20_000),
+        rto_us: 220_000,
+        dropped: Some(0),
+        rcv_ooopack: Some(0),
+        rmem_alloc: Some(0),
+        ..LinkSample::default()
+    };
+    t.sample(&base);
+    t.response_started(0);
+    let (mut now, mut ooo) = (0, 0);
+    for _ in 0..4 {
+        for _ in 0..20 {
+            now += 2_600;
+            t.read(now, 32_768);
+        }
+        ooo += 100;
+        t.sample(&LinkSample { rcv_ooopack: Some(ooo), rmem_alloc: Some(300_000), ..base });
+        now += 245_000;
+        t.read(now, 144_800);
+        t.sample(&LinkSample { rcv_ooopack: Some(ooo), ..base });
+        now += 200;
+        t.read(now, 13_032);
+    }
+    let m = t.finished(now, 4 * (20 * 32_768 + 144_800 + 13_032), 1, now).unwrap();
+    assert_eq!((m.server_pauses, m.loss.rto_stalls), (0, 4), "{m:?}");
+    assert_ne!(m.limit, LinkLimit::Server, "{m:?}");
+}
