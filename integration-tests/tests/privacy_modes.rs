@@ -8,29 +8,31 @@
 //! Checked in the JSON, text and HTML reports, a rolling window, the snapshots, the final
 //! report file, `/metrics`, `SHOW RTTSCOPE STATEMENTS` and `FINDINGS`, and the debug log.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rttscope::cli::admin_client as client;
+use rttscope::report::Report;
 use rttscope_integration_tests::clients::{conn_args, run_python};
 use rttscope_integration_tests::mariadb::{ADMIN, DB, NATIVE, TestDb};
 use rttscope_integration_tests::process::{ProxyProcess, rttscope_binary};
 
-/// Every case's marker; the server returns each in a value (the script prints it).
-const MARKERS: [(&str, &str); 13] = [
-    ("numeric", "LEAKNUMERIC"),
-    ("unquoted", "LEAKUNQUOTED"),
-    ("hex", "LEAKHEX"),
-    ("prepare", "LEAKPREPARE"),
-    ("immediate", "LEAKIMMEDIATE"),
-    ("variable", "LEAKVARIABLE"),
-    ("concat", "LEAKCONCAT"),
-    ("global", "LEAKGLOBAL"),
-    ("multi", "LEAKMULTI"),
-    ("pipelined_on", "LEAKPIPEON"),
-    ("pipelined_off", "LEAKPIPEOFF"),
-    ("executable", "LEAKEXECUTABLE"),
-    ("dump", "LEAKDUMP"),
+/// Every case's marker; the server returns each in a value (the script prints it). And how
+/// many times the case's statement runs: each names its case (`1 AS case_numeric`).
+const MARKERS: [(&str, &str, u64); 13] = [
+    ("numeric", "LEAKNUMERIC", 1),
+    ("unquoted", "LEAKUNQUOTED", 25),
+    ("hex", "LEAKHEX", 1),
+    ("prepare", "LEAKPREPARE", 1),
+    ("immediate", "LEAKIMMEDIATE", 1),
+    ("variable", "LEAKVARIABLE", 1),
+    ("concat", "LEAKCONCAT", 1),
+    ("global", "LEAKGLOBAL", 1),
+    ("multi", "LEAKMULTI", 1),
+    ("pipelined_on", "LEAKPIPEON", 1),
+    ("pipelined_off", "LEAKPIPEOFF", 1),
+    ("executable", "LEAKEXECUTABLE", 1),
+    ("dump", "LEAKDUMP", 1),
 ];
 
 fn admin(proxy: &ProxyProcess, path: &str) -> String {
@@ -40,7 +42,7 @@ fn admin(proxy: &ProxyProcess, path: &str) -> String {
 /// mysqldump's preamble, as a dump file restored through the `mariadb` CLI sends it.
 fn restore_a_dump(proxy: &ProxyProcess) -> String {
     let mut cli = TestDb::shared().mariadb_cli(proxy.listen(), NATIVE.user, NATIVE.password, Some(DB));
-    let dump = "/*!40101 SET SQL_MODE='ANSI_QUOTES' */;\nSELECT 1 AS \"a\\\", 'x\"LEAKDUMP';\n";
+    let dump = "/*!40101 SET SQL_MODE='ANSI_QUOTES' */;\nSELECT 1 AS case_dump, 1 AS \"a\\\", 'x\"LEAKDUMP';\n";
     let out = cli.args(["--batch", "-e", dump]).output().expect("run the mariadb CLI");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -62,64 +64,116 @@ fn files_under(dir: &Path) -> String {
     all
 }
 
-#[test]
-fn no_literal_leaks_however_the_sql_mode_changes() {
-    let db = TestDb::shared();
-    let dir = tempfile::tempdir().unwrap();
-    let (final_report, snapshots) = (dir.path().join("final.json"), dir.path().join("snapshots"));
-    std::fs::create_dir(&snapshots).unwrap();
-    let yaml = format!(
-        "upstream: {}\nreport:\n  path: {}\n  every: 1s\n  dir: {}\n  examples: false\n",
-        db.upstream_addr(),
-        final_report.display(),
-        snapshots.display()
-    );
-    let mut proxy = ProxyProcess::start_with(rttscope_binary().unwrap(), &yaml, |cmd| {
-        cmd.env("RUST_LOG", "debug");
-    })
-    .unwrap();
+/// rttscope in front of the test server, writing snapshots every second and a final report,
+/// with `report.examples` off and a debug log.
+struct Watched {
+    proxy: ProxyProcess,
+    final_report: PathBuf,
+    snapshots: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
-    let mut script = conn_args(proxy.listen(), NATIVE);
-    script.extend(["--admin-user", ADMIN.user, "--admin-password", ADMIN.password].map(String::from));
-    let mut seen = run_python("sql_mode_leaks.py", &script).unwrap();
-    seen.push_str(&restore_a_dump(&proxy));
-    // The server read every marker as a literal: it sent each back.
-    for (case, marker) in MARKERS {
-        assert!(seen.contains(marker), "{case}: the server did not return {marker}:\n{seen}");
+impl Watched {
+    fn start() -> Watched {
+        let db = TestDb::shared();
+        let dir = tempfile::tempdir().unwrap();
+        let (final_report, snapshots) = (dir.path().join("final.json"), dir.path().join("snapshots"));
+        std::fs::create_dir(&snapshots).unwrap();
+        let yaml = format!(
+            "upstream: {}\nreport:\n  path: {}\n  every: 1s\n  dir: {}\n  examples: false\n",
+            db.upstream_addr(),
+            final_report.display(),
+            snapshots.display()
+        );
+        let proxy = ProxyProcess::start_with(rttscope_binary().unwrap(), &yaml, |cmd| {
+            cmd.env("RUST_LOG", "debug");
+        })
+        .unwrap();
+        Watched { proxy, final_report, snapshots, _dir: dir }
     }
 
-    // Recorded: the loop of 25 is a finding, and the last query is in the report.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !admin(&proxy, "/report").contains("n_plus_one") && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
+    /// A script's arguments: the proxy's address, the test account, the admin account.
+    fn script_args(&self) -> Vec<String> {
+        let mut args = conn_args(self.proxy.listen(), NATIVE);
+        args.extend(["--admin-user", ADMIN.user, "--admin-password", ADMIN.password].map(String::from));
+        args
     }
-    std::thread::sleep(Duration::from_millis(1200));
-    let mut places = vec![
-        ("json report", admin(&proxy, "/report")),
-        ("text report", admin(&proxy, "/report?format=text")),
-        ("html report", admin(&proxy, "/report?format=html")),
-        ("rolling window", admin(&proxy, "/report?window=5m")),
-        ("/metrics", admin(&proxy, "/metrics")),
-        ("/connections", admin(&proxy, "/connections")),
-        ("SHOW RTTSCOPE STATEMENTS", sql_view(&proxy, "STATEMENTS")),
-        ("SHOW RTTSCOPE FINDINGS", sql_view(&proxy, "FINDINGS")),
-        ("snapshots", files_under(&snapshots)),
-    ];
-    assert!(places[0].1.contains("n_plus_one"), "the loop is a finding: {}", places[0].1);
-    assert!(places[6].1.contains("select"), "the SQL view lists statements: {}", places[6].1);
-    assert!(!places[8].1.is_empty(), "a snapshot was written");
 
-    proxy.signal(libc::SIGTERM).unwrap();
-    proxy.wait_timeout(Duration::from_secs(15)).unwrap().expect("rttscope exits on SIGTERM");
-    places.push(("final report", std::fs::read_to_string(&final_report).expect("the final report")));
-    places.push(("debug log", proxy.log()));
-    let mut leaks = Vec::new();
-    for (place, body) in &places {
-        for (case, marker) in MARKERS {
-            if body.to_ascii_lowercase().contains(&marker.to_ascii_lowercase()) {
-                leaks.push(format!("{case} in the {place}"));
+    fn report(&self) -> Report {
+        serde_json::from_str(&admin(&self.proxy, "/report")).expect("the JSON report")
+    }
+
+    /// Every place rttscope writes, read once a snapshot has been written since the traffic;
+    /// the final report and the log once rttscope has stopped on SIGTERM.
+    fn every_place(mut self) -> Vec<(&'static str, String)> {
+        std::thread::sleep(Duration::from_millis(1200));
+        let proxy = &self.proxy;
+        let mut places = vec![
+            ("json report", admin(proxy, "/report")),
+            ("text report", admin(proxy, "/report?format=text")),
+            ("html report", admin(proxy, "/report?format=html")),
+            ("rolling window", admin(proxy, "/report?window=5m")),
+            ("/metrics", admin(proxy, "/metrics")),
+            ("/connections", admin(proxy, "/connections")),
+            ("SHOW RTTSCOPE STATEMENTS", sql_view(proxy, "STATEMENTS")),
+            ("SHOW RTTSCOPE FINDINGS", sql_view(proxy, "FINDINGS")),
+            ("snapshots", files_under(&self.snapshots)),
+        ];
+        assert!(place(&places, "SHOW RTTSCOPE STATEMENTS").contains("select"), "the SQL view lists statements");
+        assert!(!place(&places, "snapshots").is_empty(), "a snapshot was written");
+        self.proxy.signal(libc::SIGTERM).unwrap();
+        self.proxy.wait_timeout(Duration::from_secs(15)).unwrap().expect("rttscope exits on SIGTERM");
+        places.push(("final report", std::fs::read_to_string(&self.final_report).expect("the final report")));
+        places.push(("debug log", self.proxy.log()));
+        places
+    }
+}
+
+fn place<'p>(places: &'p [(&str, String)], name: &str) -> &'p str {
+    places.iter().find(|(p, _)| *p == name).map_or("", |(_, body)| body)
+}
+
+/// Each of `needles` (case-insensitive) found in a place, with the text around it.
+fn found_in(places: &[(&str, String)], needles: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (place, body) in places {
+        let lower = body.to_ascii_lowercase();
+        for needle in needles {
+            for (at, _) in lower.match_indices(&needle.to_ascii_lowercase()) {
+                let around = lower.get(at.saturating_sub(60)..(at + 80).min(lower.len())).unwrap_or(needle);
+                found.push(format!("{needle} in the {place}: …{around}…"));
             }
         }
     }
+    found
+}
+
+#[test]
+fn no_literal_leaks_however_the_sql_mode_changes() {
+    let watched = Watched::start();
+    let mut seen = run_python("sql_mode_leaks.py", &watched.script_args()).unwrap();
+    seen.push_str(&restore_a_dump(&watched.proxy));
+    // The server read every marker as a literal: it sent each back.
+    for (case, marker, _) in MARKERS {
+        assert!(seen.contains(marker), "{case}: the server did not return {marker}:\n{seen}");
+    }
+
+    // Recorded: the loop of 25 is a finding, and each case's statement as often as it ran.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !admin(&watched.proxy, "/report").contains("n_plus_one") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let json = admin(&watched.proxy, "/report");
+    assert!(json.contains("n_plus_one"), "the loop is a finding: {json}");
+    let report = watched.report();
+    for (case, _, runs) in MARKERS {
+        let name = format!("case_{case},");
+        let recorded: u64 = report.queries.iter().filter(|q| q.fingerprint.contains(&name)).map(|q| q.count).sum();
+        assert_eq!(recorded, runs, "{case}: its statement's executions recorded");
+    }
+
+    let places = watched.every_place();
+    let markers = MARKERS.map(|(_, marker, _)| marker);
+    let leaks = found_in(&places, &markers);
     assert!(leaks.is_empty(), "literals leaked: {leaks:#?}");
 }
