@@ -123,3 +123,8 @@ pipelined("pipelined_on", [], "SET sql_mode='NO_BACKSLASH_ESCAPES'", NBE.format(
 pipelined("pipelined_off", ["SET sql_mode='NO_BACKSLASH_ESCAPES'"], "SET sql_mode=''",
           "SELECT 1 AS case_pipelined_off, 'a\\'LEAKPIPEOFF'")
 run("executable", [], "SELECT 1 AS case_executable, /*! 'a*/ LEAKEXECUTABLE '*/")
+# A version above the server's: a comment that ends at its first `*/`, strings or not (one
+# nested comment in it), so the marker is in the string after it. Read as SQL, the comment
+# would end at the second `*/` and the marker would be a word.
+run("versioned", [], "SELECT 1 AS case_versioned, 1 /*!99999 ' */, ' */ LEAKVERSIONED '")
+run("nested", [], "SELECT 1 AS case_nested, 1 /*!99999 /* x */ ' */, ' */ LEAKNESTED '")

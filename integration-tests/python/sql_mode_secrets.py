@@ -79,6 +79,14 @@ FORMS = [
     # An executable comment's body is SQL: a `*/` in its string does not end it.
     lambda nbe, ansi, n: f"/*! 'a*/ {word(n)} '*/",
     lambda nbe, ansi, n: f"1 /*+ QB_NAME('{word(n)}') */",
+    # A version above the server's: a comment to its first `*/`, strings or not, with one
+    # nested comment in it; `/*M!` is MariaDB's marker, an ordinary comment to MySQL. Read as
+    # SQL, the comment would end at the second `*/`, and the secret would be a word.
+    lambda nbe, ansi, n: f"1 /*!99999 ' */, ' */ {word(n)} '",
+    lambda nbe, ansi, n: f"1 /*!99999 /* x */ ' */, ' */ {word(n)} '",
+    lambda nbe, ansi, n: f"1 /*M!999999 ' */, ' */ {word(n)} '",
+    # MariaDB skips MySQL 5.7's and 8's versions.
+    lambda nbe, ansi, n: f"1 /*!50701 ' */, ' */ {word(n)} '" if MARIADB else None,
 ]
 
 
@@ -183,6 +191,9 @@ def run(mode, changes, on_global):
     c.close()
 
 
+probe = connect()
+MARIADB = "MariaDB" in probe.get_server_info()
+probe.close()
 for i, mode in enumerate(MODES):
     run(mode, changes=False, on_global=i % 2 == 1)
 for _ in range(2):

@@ -2,8 +2,9 @@
 //! #38's cases, each on its own connection through a real client — numeric, unquoted, hex,
 //! `PREPARE`/`EXECUTE`, `EXECUTE IMMEDIATE`, a user variable, `CONCAT(@@sql_mode, ...)`, the
 //! global mode a new session takes, a multi-statement, a `SET` pipelined with the next query
-//! both ways, mysqldump's `/*!40101 SET SQL_MODE=... */` (the `mariadb` CLI), and a `*/`
-//! inside a string in an executable comment. `report.examples` is off, as by default.
+//! both ways, mysqldump's `/*!40101 SET SQL_MODE=... */` (the `mariadb` CLI), a `*/`
+//! inside a string in an executable comment, and a versioned comment the server skips as a
+//! comment that ends at its first `*/`. `report.examples` is off, as by default.
 //!
 //! Then the same promise as a property: statements generated from a seed, a fresh secret in
 //! each, in every form of literal, under every combination of `ANSI_QUOTES` and
@@ -23,7 +24,7 @@ use rttscope_integration_tests::process::{ProxyProcess, rttscope_binary};
 
 /// Every case's marker; the server returns each in a value (the script prints it). And how
 /// many times the case's statement runs: each names its case (`1 AS case_numeric`).
-const MARKERS: [(&str, &str, u64); 13] = [
+const MARKERS: [(&str, &str, u64); 15] = [
     ("numeric", "LEAKNUMERIC", 1),
     ("unquoted", "LEAKUNQUOTED", 25),
     ("hex", "LEAKHEX", 1),
@@ -36,6 +37,8 @@ const MARKERS: [(&str, &str, u64); 13] = [
     ("pipelined_on", "LEAKPIPEON", 1),
     ("pipelined_off", "LEAKPIPEOFF", 1),
     ("executable", "LEAKEXECUTABLE", 1),
+    ("versioned", "LEAKVERSIONED", 1),
+    ("nested", "LEAKNESTED", 1),
     ("dump", "LEAKDUMP", 1),
 ];
 
