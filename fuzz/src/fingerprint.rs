@@ -9,17 +9,23 @@
 //! `sql_mode` that changes tokenizing, and the sqlcommenter comment it points
 //! at lies within the input and reads as one.
 //!
-//! Then under a set of modes not known for sure (`SqlModes`), the set and its
-//! likely mode chosen by the input's first byte, so that every combination is
-//! reached: the same invariants but idempotence (a masked text may read another
-//! way again), and that every word it keeps is part of a name under each of the
-//! modes it may be, read alone (a name in every reading, never part of a literal).
+//! Then under a set of modes not known for sure (`SqlModes`), the set, its
+//! likely mode and the server chosen by the input's first byte, so that every
+//! combination is reached: the same invariants but idempotence (a masked text may
+//! read another way again), and that every word it keeps is part of a name under
+//! each of the modes it may be, read alone by each server it may be (one that runs
+//! every versioned comment, MariaDB and MySQL of some versions, when it is not
+//! known): a name in every reading, never part of a literal.
 
 use std::collections::HashSet;
 
-use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, SqlMode, SqlModes, Tags, hash_value, names};
+use rttscope::fingerprint::{Fingerprinter, MAX_VALUES, Server, SqlMode, SqlModes, Tags, hash_value, names};
 
 const MODES: [SqlMode; 4] = SqlMode::ALL;
+
+/// The servers an input may pick. `Unknown` may be any of them; read alone, it runs every
+/// versioned comment. MySQL 5.7.0 runs the fewest an unknown server is taken to run.
+const SERVERS: [Server; 4] = [Server::Unknown, Server::MariaDb(101119), Server::MySql(80036), Server::MySql(50700)];
 
 /// Unrelated SQL run first through the reused fingerprinter, long enough to
 /// leave values, a trace id and a grown buffer behind.
@@ -42,16 +48,20 @@ pub fn run(sql: &[u8]) {
     assert!(fp.values.len() <= MAX_VALUES);
     assert_eq!(text.trim_ascii(), text, "untrimmed text");
     assert_eq!(Fingerprinter::new().fingerprint_in(sql, modes).text, text, "a reused fingerprinter disagrees");
-    for mode in modes.iter() {
+    let known = [modes.server()];
+    let servers = if modes.server() == Server::Unknown { &SERVERS[..] } else { &known[..] };
+    for (mode, server) in modes.iter().flat_map(|m| servers.iter().map(move |s| (m, *s))) {
         // Names, not the normalised text: it drops some (a partial VALUES tuple, say).
-        let names: Vec<String> = names(sql, mode).iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+        let names: Vec<String> =
+            names(sql, mode, server).iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
         let alone = words(&names.join(" "));
         let extra: Vec<_> = words(&text).into_iter().filter(|w| !alone.contains(w)).collect();
-        assert!(extra.is_empty(), "{extra:?} kept under {modes:?}, no word under {mode:?}: {text:?}");
+        assert!(extra.is_empty(), "{extra:?} kept under {modes:?}, no word under {mode:?} on {server:?}: {text:?}");
     }
 }
 
-/// The modes a byte picks: its low four bits the set (never empty), the next two the likely.
+/// The modes a byte picks: its low four bits the set (never empty), the next two the likely,
+/// the top two the server.
 fn modes_of(pick: u8) -> SqlModes {
     let likely = MODES[usize::from(pick >> 4 & 3)];
     let mut modes = SqlModes::known(likely);
@@ -60,7 +70,7 @@ fn modes_of(pick: u8) -> SqlModes {
             modes = SqlModes::known(mode).or(modes);
         }
     }
-    modes
+    modes.on(SERVERS[usize::from(pick >> 6)])
 }
 
 /// The words of a normalised text, lower case: runs of letters, `_` and `$`, and runs of

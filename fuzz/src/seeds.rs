@@ -71,6 +71,13 @@ pub fn all() -> Vec<(&'static str, &'static str, Vec<u8>)> {
             "\x01SET sql_mode = CONCAT(@@sql_mode, ',ANSI'); SELECT \"x\\\", 'y'; SET sql_mode=''; SELECT 1",
         ),
         ("executable", "\x0f/*!40101 SET SQL_MODE='ANSI_QUOTES' */; SELECT /*! 'a*/ b '*/, /*+ INDEX(t i) */ 'c\\'"),
+        // The top two bits pick the server: MariaDB 10.11 skips the first two comments, runs
+        // the third; an unknown server may do either.
+        (
+            "versioned_mariadb",
+            "\x40SELECT 1 /*!99999 ' */, ' */ b '; SELECT /*!50701 /* x */ ' */, ' */ c ' /*M!100000 d */",
+        ),
+        ("versioned_unknown", "\x0fSELECT 1 /*!99999 ' */, ' */ b '; /*!40101 /*!40101 '*/ */ c '*/"),
     ] {
         add("fingerprint", name, sql.as_bytes().to_vec());
     }

@@ -11,11 +11,13 @@ import argparse
 import pymysql
 from pymysql.constants import CLIENT, COMMAND
 
+# Each statement's first item names its case (`1 AS case_numeric`), a name in every reading, so
+# that the test finds the case's statement among those recorded.
 # Valid under ANSI_QUOTES: an alias `a\` then a string. Read without it, a string runs from the
 # first `"` to the third, and the marker after it is a word.
-ANSI = "SELECT 1 AS \"a\\\", 'x\"{m}'"
+ANSI = "SELECT 1 AS case_{c}, 1 AS \"a\\\", 'x\"{m}'"
 # Valid under NO_BACKSLASH_ESCAPES: two strings. Read with escapes, the marker is a word.
-NBE = "SELECT 'a\\', '{m}'"
+NBE = "SELECT 1 AS case_{c}, 'a\\', '{m}'"
 
 
 def args():
@@ -91,14 +93,14 @@ def pipelined(case, setup, first, second):
     c.close()
 
 
-run("numeric", ["SET sql_mode=4"], ANSI.format(m="LEAKNUMERIC"))
+run("numeric", ["SET sql_mode=4"], ANSI.format(c="numeric", m="LEAKNUMERIC"))
 # Repeated: an N+1 loop, so the statement is in a finding too.
-run("unquoted", ["SET sql_mode=ANSI_QUOTES"], ANSI.format(m="LEAKUNQUOTED"), repeat=25)
-run("hex", ["SET sql_mode=0x414e53495f51554f544553"], ANSI.format(m="LEAKHEX"))
-run("prepare", ["PREPARE s FROM 'SET sql_mode=''ANSI_QUOTES'''", "EXECUTE s"], ANSI.format(m="LEAKPREPARE"))
-run("immediate", ["EXECUTE IMMEDIATE 'SET sql_mode=''ANSI_QUOTES'''"], ANSI.format(m="LEAKIMMEDIATE"))
-run("variable", ["SET @m='ANSI_QUOTES'", "SET sql_mode=@m"], ANSI.format(m="LEAKVARIABLE"))
-run("concat", ["SET sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')"], ANSI.format(m="LEAKCONCAT"))
+run("unquoted", ["SET sql_mode=ANSI_QUOTES"], ANSI.format(c="unquoted", m="LEAKUNQUOTED"), repeat=25)
+run("hex", ["SET sql_mode=0x414e53495f51554f544553"], ANSI.format(c="hex", m="LEAKHEX"))
+run("prepare", ["PREPARE s FROM 'SET sql_mode=''ANSI_QUOTES'''", "EXECUTE s"], ANSI.format(c="prepare", m="LEAKPREPARE"))
+run("immediate", ["EXECUTE IMMEDIATE 'SET sql_mode=''ANSI_QUOTES'''"], ANSI.format(c="immediate", m="LEAKIMMEDIATE"))
+run("variable", ["SET @m='ANSI_QUOTES'", "SET sql_mode=@m"], ANSI.format(c="variable", m="LEAKVARIABLE"))
+run("concat", ["SET sql_mode=CONCAT(@@sql_mode, ',ANSI_QUOTES')"], ANSI.format(c="concat", m="LEAKCONCAT"))
 
 # The global mode, which a new session takes; put back at once (the server may be shared).
 admin = connect(A.admin_user, A.admin_password)
@@ -112,12 +114,17 @@ finally:
     acur.execute("SET GLOBAL sql_mode=%s", (saved,))
     admin.close()
 cur = c.cursor()
-cur.execute(ANSI.format(m="LEAKGLOBAL"))
+cur.execute(ANSI.format(c="global", m="LEAKGLOBAL"))
 show("global", cur.fetchall())
 c.close()
 
-multi("multi", "SET sql_mode=CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); " + NBE.format(m="LEAKMULTI"))
-pipelined("pipelined_on", [], "SET sql_mode='NO_BACKSLASH_ESCAPES'", NBE.format(m="LEAKPIPEON"))
+multi("multi", "SET sql_mode=CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); " + NBE.format(c="multi", m="LEAKMULTI"))
+pipelined("pipelined_on", [], "SET sql_mode='NO_BACKSLASH_ESCAPES'", NBE.format(c="pipelined_on", m="LEAKPIPEON"))
 pipelined("pipelined_off", ["SET sql_mode='NO_BACKSLASH_ESCAPES'"], "SET sql_mode=''",
-          "SELECT 'a\\'LEAKPIPEOFF'")
-run("executable", [], "SELECT /*! 'a*/ LEAKEXECUTABLE '*/")
+          "SELECT 1 AS case_pipelined_off, 'a\\'LEAKPIPEOFF'")
+run("executable", [], "SELECT 1 AS case_executable, /*! 'a*/ LEAKEXECUTABLE '*/")
+# A version above the server's: a comment that ends at its first `*/`, strings or not (one
+# nested comment in it), so the marker is in the string after it. Read as SQL, the comment
+# would end at the second `*/` and the marker would be a word.
+run("versioned", [], "SELECT 1 AS case_versioned, 1 /*!99999 ' */, ' */ LEAKVERSIONED '")
+run("nested", [], "SELECT 1 AS case_nested, 1 /*!99999 /* x */ ' */, ' */ LEAKNESTED '")

@@ -24,6 +24,8 @@
 //! | `/*+ INDEX(t i) */` optimizer hints | kept, normalised like the rest: `/*+ index(t i) */` |
 //! | `"..."` | `?`, whether a string or (under `ANSI_QUOTES`) a name: see [`SqlMode`] |
 //! | the SQL in an executable comment (`/*!40101 SET ... */`) | removed, but read as SQL: a `*/` in one of its strings does not end it |
+//! | a versioned comment the server skips (`/*!99999 ... */` on an older one: see [`Server`]) | removed, as a comment that ends at its first `*/` |
+//! | a versioned comment the server may run or skip (its version not known), and all after it | one `?` |
 //! | under a mode not known for sure ([`SqlModes`]), a run of tokens some reading puts in a literal or comment | one `?` |
 //! | whitespace runs | one space; none after `(` or before `,` `)`; always one after `,` |
 //! | `SELECT 1; SELECT 2;` | `select ?; select ?` (empty statements and the final `;` dropped) |
@@ -39,6 +41,7 @@ mod lexer;
 mod mode;
 mod normalise;
 mod readings;
+mod server;
 mod sqlcommenter;
 mod summary;
 mod trace;
@@ -54,6 +57,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use mode::{SqlMode, SqlModes};
+pub use server::Server;
 pub use sqlcommenter::{Tags, decode as decode_tag};
 pub use summary::{MAX_SUMMARY, summary};
 
@@ -261,13 +265,17 @@ impl Fingerprinter {
     ///
     /// Only a text with a backslash can read differently, so with one mode and none of those,
     /// or with no backslash at all, it is the one pass [`Fingerprinter::fingerprint`] makes.
+    /// So is a text with a versioned comment (`/*!50700 ... */`) the server runs or skips for
+    /// certain ([`SqlModes::server`]); one it may do either with is read a second time, and
+    /// every token from it on is hidden.
     pub fn fingerprint_in(&mut self, sql: &[u8], modes: impl Into<SqlModes>) -> Fingerprint<'_> {
         let modes = modes.into();
         let mut masked = !modes.is_known() && sql.contains(&b'\\') && self.read_all(sql, modes);
-        let mut summary = self.normalise(sql, modes.likely(), masked);
-        if !masked && summary.guessed && sql.contains(&b'\\') && self.read_all(sql, modes) {
+        let mut summary = self.normalise(sql, modes, masked);
+        let guessed = summary.guessed && sql.contains(&b'\\');
+        if !masked && (guessed || summary.doubt) && self.read_all(sql, modes) {
             masked = true;
-            summary = self.normalise(sql, modes.likely(), masked);
+            summary = self.normalise(sql, modes, masked);
         }
         let trace = if summary.trace { std::str::from_utf8(&self.trace).ok() } else { None };
         Fingerprint {
@@ -292,7 +300,7 @@ impl Fingerprinter {
         readings::read_all(sql, modes, Some(&mut self.mask)).forked
     }
 
-    fn normalise(&mut self, sql: &[u8], mode: SqlMode, masked: bool) -> normalise::Summary {
+    fn normalise(&mut self, sql: &[u8], modes: SqlModes, masked: bool) -> normalise::Summary {
         self.text.clear();
         self.values.clear();
         let buffers = normalise::Buffers {
@@ -301,7 +309,7 @@ impl Fingerprinter {
             scratch: &mut self.scratch,
             trace: &mut self.trace,
         };
-        normalise::normalise(sql, mode, masked.then_some(&self.mask), buffers)
+        normalise::normalise(sql, modes.likely(), modes.server(), masked.then_some(&self.mask), buffers)
     }
 }
 
@@ -321,11 +329,12 @@ pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
     outcome.changes.then_some(outcome.after)
 }
 
-/// The names (words, backticked names) in `sql` read under `mode` alone: for fuzz oracles.
+/// The names (words, backticked names) in `sql` read under `mode` alone by `server`: for fuzz
+/// oracles.
 #[cfg(feature = "test-util")]
 #[must_use]
-pub fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
-    readings::names(sql, mode)
+pub fn names(sql: &[u8], mode: SqlMode, server: Server) -> Vec<Vec<u8>> {
+    readings::names(sql, mode, server)
 }
 
 /// The hash behind [`Fingerprint::values`] (xxh3-64), public so the relay can hash a result-set

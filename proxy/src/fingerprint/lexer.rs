@@ -6,9 +6,13 @@
 //!
 //! Where a string ends depends on the session's [`SqlMode`]: read under the wrong mode, the
 //! rest of a string (`'a\', 'secret'` without backslash escapes) would come out as words, and
-//! words are kept in the normalised text. So the caller says which mode the server is in.
+//! words are kept in the normalised text. So the caller says which mode the server is in, and
+//! which server it is: that decides which versioned comments are SQL ([`Server`]).
 
 use super::SqlMode;
+use super::server::Server;
+
+mod comments;
 
 /// The few keywords the normaliser acts on, plus the two classes every other word falls in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +106,11 @@ pub(super) struct Lexer<'a> {
     /// Inside an executable comment (`/*! ... */`): its body is SQL, lexed as such, so a
     /// `*/` inside one of its strings does not end it; the first `*/` outside one does.
     executable: bool,
+    /// Whose lexer this one stands in for: which versioned comments are SQL.
+    server: Server,
+    /// Where the first comment is that the server may read as SQL or as a comment: what
+    /// follows it may read either way.
+    doubt: Option<usize>,
     /// Where the last word or backquoted name ended: a `.` exactly there qualifies it (`t.1col`),
     /// anywhere else a `.` before a digit starts a number (`t /**/.4`, `'a'.4`, `(1).4`), as in
     /// MySQL's lexer, which looks for the separator only right after a name.
@@ -130,8 +139,22 @@ impl<'a> Lexer<'a> {
             backslash: !mode.no_backslash_escapes,
             ansi_quotes: mode.ansi_quotes,
             executable: at.executable,
+            server: Server::Unknown,
+            doubt: None,
             name_end: None,
         }
+    }
+
+    /// Reads versioned comments as `server` does.
+    pub(super) fn on(mut self, server: Server) -> Self {
+        self.server = server;
+        self
+    }
+
+    /// Where the first comment is that the server may read either as SQL or as a comment,
+    /// if one has been read: every byte from there on may read another way.
+    pub(super) fn doubt(&self) -> Option<usize> {
+        self.doubt
     }
 
     /// Where the next token starts, to resume from.
@@ -326,26 +349,12 @@ impl<'a> Iterator for Lexer<'a> {
             b'#' => self.line_comment(start + 1),
             // MySQL needs a space or control byte after `--`, so `1--1` is one minus minus one.
             b'-' if next == Some(b'-') && self.at(start + 2).is_none_or(|c| c <= b' ') => self.line_comment(start + 2),
-            b'/' if next == Some(b'*') && !self.executable && self.executable_marker(start + 2).is_some() => {
-                self.pos = self.executable_marker(start + 2).unwrap_or(start + 2);
-                self.executable = true;
-                Token::Space
-            }
             b'*' if next == Some(b'/') && self.executable => {
                 self.pos = start + 2;
                 self.executable = false;
                 Token::Space
             }
-            b'/' if next == Some(b'*') => {
-                let body = start + 2;
-                let close = self.slice(body, self.src.len()).windows(2).position(|w| w == b"*/");
-                let (body_end, end) = close.map_or((self.src.len(), self.src.len()), |i| (body + i, body + i + 2));
-                self.pos = end;
-                match self.at(body) {
-                    Some(b'+') => Token::Hint(self.slice(body + 1, body_end)),
-                    _ => Token::Comment(self.slice(body, body_end)),
-                }
-            }
+            b'/' if next == Some(b'*') => self.comment(start + 2),
             // Under ANSI_QUOTES `"` quotes an identifier, where a backslash is an ordinary
             // byte. It still becomes `?`: whether a `"` token is a name or a value depends on
             // a mode rttscope may not have seen set, and a value must never be written out.
@@ -397,29 +406,6 @@ impl<'a> Iterator for Lexer<'a> {
             _ => self.punct(b, start),
         };
         Some(tok)
-    }
-}
-
-impl<'a> Lexer<'a> {
-    /// After `/*` at `i`: where an executable comment's SQL starts, past `!` or MariaDB's `M!`
-    /// and a 5- or 6-digit version; `None` for any other comment.
-    ///
-    /// A version is not weighed: the body is read as SQL even where a server older than it
-    /// would skip it as a comment. Versions here are old (`/*!40101` in every mysqldump file).
-    fn executable_marker(&self, i: usize) -> Option<usize> {
-        let body = match (self.at(i), self.at(i + 1)) {
-            (Some(b'!'), _) => i + 1,
-            (Some(b'M'), Some(b'!')) => i + 2,
-            _ => return None,
-        };
-        let digits = self.run(body, |c| c.is_ascii_digit());
-        Some(if matches!(digits - body, 5 | 6) { digits } else { body })
-    }
-
-    fn line_comment(&mut self, body: usize) -> Token<'a> {
-        let end = self.run(body, |c| c != b'\n');
-        self.pos = end;
-        Token::Comment(self.slice(body, end))
     }
 }
 

@@ -1,6 +1,8 @@
 //! The session's `sql_mode`, as far as it changes how SQL text is tokenized: the one mode
 //! rttscope knows the session is in, or the few it may be in when it cannot know.
 
+use super::Server;
+
 /// The parts of the session's `sql_mode` that decide where a string literal ends.
 ///
 /// Read under the wrong mode, part of a literal would come out as words, and words are kept:
@@ -37,11 +39,15 @@ impl SqlMode {
 ///
 /// `likely` is the one reading whose text is kept: the mode assumed before this uncertainty
 /// was known to exist, so that ordinary traffic keeps its statement ids.
+///
+/// They also say which server reads the text ([`Server`]), which decides its versioned
+/// comments: a session's server never changes, so every set of modes it may be in carries it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SqlModes {
     likely: SqlMode,
     /// [`SqlMode::bit`]s; always holds `likely`'s.
     possible: u8,
+    server: Server,
 }
 
 impl Default for SqlModes {
@@ -60,13 +66,25 @@ impl SqlModes {
     /// Exactly `mode`.
     #[must_use]
     pub fn known(mode: SqlMode) -> SqlModes {
-        SqlModes { likely: mode, possible: mode.bit() }
+        SqlModes { likely: mode, possible: mode.bit(), server: Server::Unknown }
     }
 
     /// Any mode at all, `likely` the one whose reading is kept.
     #[must_use]
     pub fn unknown(likely: SqlMode) -> SqlModes {
-        SqlModes { likely, possible: 0b1111 }
+        SqlModes { likely, possible: 0b1111, server: Server::Unknown }
+    }
+
+    /// The same modes, read by `server`.
+    #[must_use]
+    pub fn on(self, server: Server) -> SqlModes {
+        SqlModes { server, ..self }
+    }
+
+    /// The server that reads the text.
+    #[must_use]
+    pub fn server(self) -> Server {
+        self.server
     }
 
     /// The mode whose reading gives the normalised text.
@@ -96,7 +114,8 @@ impl SqlModes {
     /// Either `self` or `other`, `other`'s likely mode kept (the newer guess).
     #[must_use]
     pub fn or(self, other: SqlModes) -> SqlModes {
-        SqlModes { likely: other.likely, possible: self.possible | other.possible }
+        let server = if other.server == Server::Unknown { self.server } else { other.server };
+        SqlModes { likely: other.likely, possible: self.possible | other.possible, server }
     }
 
     /// The server's status flags said whether backslashes escape: only the modes that agree
@@ -105,7 +124,7 @@ impl SqlModes {
     pub fn with_backslash_status(self, no_backslash_escapes: bool) -> SqlModes {
         let pin = |m: SqlMode| SqlMode { no_backslash_escapes, ..m };
         let possible = SqlMode::ALL.iter().filter(|m| self.may_be(**m)).fold(0, |bits, m| bits | pin(*m).bit());
-        SqlModes { likely: pin(self.likely), possible }
+        SqlModes { likely: pin(self.likely), possible, server: self.server }
     }
 }
 

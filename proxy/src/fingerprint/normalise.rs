@@ -9,6 +9,7 @@ use super::assign::{Change, Tracker};
 use super::facts::{KindTracker, Limit, LimitTracker};
 use super::lexer::{Kw, Lexer, Lit, Token};
 use super::readings::Mask;
+use super::server::Server;
 use super::sqlcommenter::Tags;
 use super::value::hash_literal;
 use super::write::push_token;
@@ -35,14 +36,23 @@ pub(super) struct Summary {
     /// A statement changed the mode in a way the text cannot tell, and more text followed:
     /// read under one guess, which a mask over every reading must back up.
     pub(super) guessed: bool,
+    /// A comment the server may read as SQL or as a comment ([`Lexer::doubt`]): read as SQL
+    /// here, which a mask must back up.
+    pub(super) doubt: bool,
 }
 
-/// Normalises `sql` read under `mode`; with a `mask`, every token it hides is written as `?`
-/// (a run of them as one), whatever this reading makes of it.
-pub(super) fn normalise(sql: &[u8], mode: SqlMode, mask: Option<&Mask>, buffers: Buffers<'_>) -> Summary {
+/// Normalises `sql` read under `mode` by `server`; with a `mask`, every token it hides is
+/// written as `?` (a run of them as one), whatever this reading makes of it.
+pub(super) fn normalise(
+    sql: &[u8],
+    mode: SqlMode,
+    server: Server,
+    mask: Option<&Mask>,
+    buffers: Buffers<'_>,
+) -> Summary {
     let mut n = Normaliser::new(buffers, mode, mask);
     n.input = sql.as_ptr() as usize;
-    let mut lexer = Lexer::new(sql, mode);
+    let mut lexer = Lexer::new(sql, mode).on(server);
     loop {
         let from = lexer.pos();
         let Some(token) = lexer.next() else { break };
@@ -60,6 +70,7 @@ pub(super) fn normalise(sql: &[u8], mode: SqlMode, mask: Option<&Mask>, buffers:
         trace: n.trace_found,
         tags: n.tags,
         guessed: n.guessed,
+        doubt: lexer.doubt().is_some(),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 
-use super::{Fingerprinter, SqlMode, SqlModes};
+use super::{Fingerprinter, Server, SqlMode, SqlModes, sql_mode_after};
 
 /// Put in every literal and comment; must never appear in a normalised text.
 const MARKER: &str = "LeakMark";
@@ -246,10 +246,59 @@ fn an_executable_comment_ends_outside_its_strings() {
     let mut f = Fingerprinter::new();
     assert_eq!(f.fingerprint(b"SELECT /*! 'a*/ LEAKC1 '*/").text, "select");
     assert_eq!(f.fingerprint(b"SELECT /*!40001 SQL_NO_CACHE */ * FROM t").text, "select * from t");
-    assert_eq!(f.fingerprint(b"SELECT 1 /*M!100101 , 'x*/' */, 2").text, "select ?, ?");
+    let mariadb = SqlModes::known(SqlMode::default()).on(Server::MariaDb(101119));
+    assert_eq!(f.fingerprint_in(b"SELECT 1 /*M!100101 , 'x*/' */, 2", mariadb).text, "select ?, ?");
     // mysqldump's preamble sets the mode for what follows.
     let dump = br#"/*!40101 SET SQL_MODE='ANSI_QUOTES' */; SELECT "a\", 'LEAKC2'"#;
     assert_eq!(f.fingerprint(dump).text, "select ?, ?");
+}
+
+#[test]
+fn a_versioned_comment_reads_as_the_server_reads_it() {
+    let on = |server| SqlModes::known(SqlMode::default()).on(server);
+    let (mariadb, mysql) = (on(Server::MariaDb(101119)), on(Server::MySql(80036)));
+    let mut f = Fingerprinter::new();
+    // A version above the server's is a comment to the first `*/`: the string after it is one.
+    // Read as SQL, the comment would end at the second `*/` and the marker would be a word.
+    let future = b"SELECT 1 /*!99999 ' */, ' */ LEAKV1 '";
+    assert_eq!(f.fingerprint_in(future, mariadb).text, "select ?, ?");
+    assert_eq!(f.fingerprint_in(future, mysql).text, "select ?, ?");
+    // MariaDB skips MySQL 5.7's and 8's versions, unless its own `/*M!` says them; MySQL runs
+    // them, and reads `/*M!` as an ordinary comment.
+    let mysql8 = b"SELECT 1 /*!80000 ' */, ' */ LEAKV2 '";
+    assert_eq!(f.fingerprint_in(mysql8, mariadb).text, "select ?, ?");
+    assert_eq!(f.fingerprint_in(mysql8, mysql).text, "select ? leakv2 ?", "a name, as MySQL reads it");
+    let mariadb_only = b"SELECT 1 /*M!80000 ' */, ' */ LEAKV3 '";
+    assert_eq!(f.fingerprint_in(mariadb_only, mariadb).text, "select ? leakv3 ?", "a name, as MariaDB reads it");
+    assert_eq!(f.fingerprint_in(mariadb_only, mysql).text, "select ?, ?");
+    // A skipped versioned comment holds one nested comment.
+    let nested = b"SELECT 1 /*!99999 /* x */ ' */, ' */ LEAKV4 '";
+    assert_eq!(f.fingerprint_in(nested, mariadb).text, "select ?, ?");
+    // mysqldump's preamble runs on both, and sets the mode for what follows.
+    let dump = br#"/*!40101 SET SQL_MODE='ANSI_QUOTES' */; SELECT "a\", 'LEAKV5'"#;
+    assert_eq!(f.fingerprint_in(dump, mariadb).text, "select ?, ?");
+    assert_eq!(sql_mode_after(b"/*!99999 SET sql_mode='ANSI_QUOTES' */", mariadb), None);
+}
+
+#[test]
+fn a_versioned_comment_the_server_may_skip_hides_the_rest() {
+    let mut f = Fingerprinter::new();
+    // Not known which server: every reading from the comment on is masked.
+    for sql in [
+        &b"SELECT 1 /*!99999 ' */, ' */ LEAKV1 '"[..],
+        b"SELECT 1 /*M! ' */, ' */ LEAKV2 '",
+        b"SELECT a /*!50700 ' */, ' */ LEAKV3 ' FROM t; SELECT 2",
+    ] {
+        let text = f.fingerprint(sql).text.to_owned();
+        assert!(text.starts_with("select ") && !text.contains("leak"), "{text}");
+    }
+    // Nor which versioned comment one inside another is.
+    let inside = SqlModes::known(SqlMode::default()).on(Server::MariaDb(101119));
+    let text = f.fingerprint_in(b"SELECT 1 /*!40101 /*!40101 '*/ */ LEAKV4 '*/", inside).text;
+    assert!(!text.contains("leak"), "{text}");
+    // A mode it may set is not known either.
+    let after = sql_mode_after(b"/*!80000 SET sql_mode='ANSI_QUOTES' */", SqlModes::default());
+    assert!(after.is_some_and(|modes| !modes.is_known()));
 }
 
 #[test]

@@ -8,10 +8,14 @@
 //! a few passes over the text, not one per combination of statements. Modes lex alike unless the
 //! text has a backslash: `NO_BACKSLASH_ESCAPES` and `ANSI_QUOTES` change only how a backslash in
 //! a string reads (and `ANSI_QUOTES` only in a `"` string), which keeps most texts one path.
+//!
+//! A versioned comment the server may run or skip ([`Lexer::doubt`]) is not followed both ways:
+//! every byte from it on is hidden, as in a text too tangled to follow.
 
 use super::assign::{Change, Tracker};
 use super::lexer::{Lexer, Resume, Token};
 use super::mode::{SqlMode, SqlModes};
+use super::server::Server;
 
 /// Bytes hidden by some reading, one bit a byte; buffers kept by the `Fingerprinter`.
 #[derive(Debug, Default)]
@@ -55,7 +59,8 @@ impl Mask {
             Token::Literal { .. } => Self::mark(&mut self.literal, from, to),
             Token::Comment(_) => Self::mark(&mut self.comment, from, to),
             // A hint's words are names in every reading that has the hint; its literals are not,
-            // nor what the hint writer drops (a comment or a second `/*+` inside it).
+            // nor what the hint writer drops (a comment or a second `/*+` inside it). It ends at
+            // its first `*/` on every server, so every server reads what is inside it alike.
             Token::Hint(body) => {
                 let start = (body.as_ptr() as usize).wrapping_sub(sql.as_ptr() as usize);
                 let mut lexer = Lexer::new(body, mode);
@@ -116,12 +121,17 @@ pub(super) fn read_all(sql: &[u8], start: SqlModes, mut mask: Option<&mut Mask>)
     let mut after = [false; 4];
     let mut likely_after = start.likely();
     let mut changes = false;
+    let server = start.server();
     for _ in 0..MAX_PATHS {
         let Some(path) = take_first(&mut pending) else {
-            return Outcome { after: modes(after, likely_after), forked, changes };
+            return Outcome { after: modes(after, likely_after).on(server), forked, changes };
         };
         forked |= pending.iter().any(|p| p.is_some_and(|p| p.lex != path.lex));
-        let (end, change) = read_statement(sql, path, mask.as_deref_mut());
+        let (end, change, doubt) = read_statement(sql, path, server, mask.as_deref_mut());
+        if let Some(doubt) = doubt {
+            let from = pending.iter().flatten().map(|p| p.at.pos).fold(doubt, usize::min);
+            return give_up(sql, from, mask, likely_after, server);
+        }
         changes |= change != Change::None;
         let (possible, likely) = apply(change, path.possible, path.likely);
         let Some(at) = end else {
@@ -139,24 +149,30 @@ pub(super) fn read_all(sql: &[u8], start: SqlModes, mut mask: Option<&mut Mask>)
             let likely = likely.filter(|m| lexes.key(*m) == lex);
             if group.contains(&true) && !add(&mut pending, Path { at, lex, possible: group, likely }) {
                 let from = pending.iter().flatten().map(|p| p.at.pos).fold(at.pos, usize::min);
-                return give_up(sql, from, mask, likely_after);
+                return give_up(sql, from, mask, likely_after, server);
             }
         }
     }
     let from = pending.iter().flatten().map(|p| p.at.pos).min().unwrap_or(sql.len());
-    give_up(sql, from, mask, likely_after)
+    give_up(sql, from, mask, likely_after, server)
 }
 
 /// Reads one statement of `path`; returns where the next starts (`None` at the end of the
-/// text) and the statement's change to the mode.
-fn read_statement(sql: &[u8], path: Path, mut mask: Option<&mut Mask>) -> (Option<Resume>, Change) {
-    let mut lexer = Lexer::resume(sql, path.at, path.lex);
+/// text), the statement's change to the mode, and where a comment is that `server` may read
+/// either way, if there is one.
+fn read_statement(
+    sql: &[u8],
+    path: Path,
+    server: Server,
+    mut mask: Option<&mut Mask>,
+) -> (Option<Resume>, Change, Option<usize>) {
+    let mut lexer = Lexer::resume(sql, path.at, path.lex).on(server);
     let mut tracker = Tracker::default();
     loop {
         let from = lexer.pos();
-        let Some(token) = lexer.next() else { return (None, tracker.end()) };
+        let Some(token) = lexer.next() else { return (None, tracker.end(), lexer.doubt()) };
         match token {
-            Token::Semicolon => return (Some(lexer.resume_point()), tracker.end()),
+            Token::Semicolon => return (Some(lexer.resume_point()), tracker.end(), lexer.doubt()),
             Token::Space => {}
             Token::Comment(_) | Token::Hint(_) => {}
             ref t => tracker.step(t),
@@ -182,11 +198,11 @@ fn apply(change: Change, possible: [bool; 4], likely: Option<SqlMode>) -> ([bool
 
 /// Gives up on a text too tangled to follow: every byte from `from` on is hidden, and the
 /// session may be in any mode after it.
-fn give_up(sql: &[u8], from: usize, mask: Option<&mut Mask>, likely: SqlMode) -> Outcome {
+fn give_up(sql: &[u8], from: usize, mask: Option<&mut Mask>, likely: SqlMode, server: Server) -> Outcome {
     if let Some(mask) = mask {
         Mask::mark(&mut mask.literal, from, sql.len());
     }
-    Outcome { after: SqlModes::unknown(likely), forked: true, changes: true }
+    Outcome { after: SqlModes::unknown(likely).on(server), forked: true, changes: true }
 }
 
 /// Adds `path` to the paths waiting, merged into one at the same boundary under the same
@@ -257,13 +273,13 @@ impl Lexes {
     }
 }
 
-/// Every name (word, backticked name, hint word) in `sql` read under `mode` alone, following
-/// the modes its statements set as the normaliser does: what a fuzz oracle checks that a text
-/// read under several modes keeps only names of each reading.
+/// Every name (word, backticked name, hint word) in `sql` read under `mode` alone by `server`,
+/// following the modes its statements set as the normaliser does: what a fuzz oracle checks
+/// that a text read under several modes keeps only names of each reading.
 #[cfg(feature = "test-util")]
-pub(super) fn names(sql: &[u8], mode: SqlMode) -> Vec<Vec<u8>> {
+pub(super) fn names(sql: &[u8], mode: SqlMode, server: Server) -> Vec<Vec<u8>> {
     let mut names = Vec::new();
-    let mut lexer = Lexer::new(sql, mode);
+    let mut lexer = Lexer::new(sql, mode).on(server);
     let mut tracker = Tracker::default();
     let mut mode = mode;
     let hint_names = |body: &[u8], mode: SqlMode, names: &mut Vec<Vec<u8>>| {

@@ -173,6 +173,12 @@ impl Recorder {
         }
     }
 
+    /// The server's greeting said its version: which versioned comments (`/*!50700 ... */`)
+    /// it runs as SQL, and so how its statements are fingerprinted.
+    pub fn greeted(&mut self, server_version: &str) {
+        self.modes.greeted(server_version);
+    }
+
     /// Shows `text` as the statement in flight in `/connections`.
     fn show_statement(&mut self, text: &Arc<str>) {
         if self.shown.as_ref().is_some_and(|shown| Arc::ptr_eq(shown, text)) {

@@ -185,6 +185,9 @@ fn note_login(established: &Established, shared: &Shared, log: &tracing::Span, t
         "logged in"
     );
     shared.stats.saw_server(&established.greeting.server_version);
+    if let Some(recorder) = &mut tap.recorder {
+        recorder.greeted(&established.greeting.server_version);
+    }
     let legs = &established.legs;
     shared.stats.logged_in([
         (

@@ -1,7 +1,7 @@
 //! The `sql_mode` a connection's session may be in, as far as it changes how SQL lexes:
 //! followed from the commands sent and the answers to them, pipelined or not.
 
-use crate::fingerprint::{SqlMode, SqlModes, sql_mode_after};
+use crate::fingerprint::{Server, SqlMode, SqlModes, sql_mode_after};
 use crate::protocol::constants::command::{COM_CHANGE_USER, COM_RESET_CONNECTION, COM_STMT_EXECUTE, COM_STMT_PREPARE};
 use crate::protocol::constants::status::SERVER_STATUS_NO_BACKSLASH_ESCAPES;
 use crate::protocol::{CommandPacket, Summary};
@@ -16,6 +16,8 @@ pub(super) struct SessionModes {
     ahead: SqlModes,
     /// A prepared statement may change the mode: every execute may then.
     prepared_change: bool,
+    /// The server, from its greeting: which versioned comments it runs.
+    server: Server,
 }
 
 impl Default for SessionModes {
@@ -23,14 +25,19 @@ impl Default for SessionModes {
     /// cannot see (`SET GLOBAL sql_mode` on another connection, or the server's config).
     fn default() -> Self {
         let any = SqlModes::unknown(SqlMode::default());
-        SessionModes { settled: any, ahead: any, prepared_change: false }
+        SessionModes { settled: any, ahead: any, prepared_change: false, server: Server::Unknown }
     }
 }
 
 impl SessionModes {
+    /// The server greeted with `version`.
+    pub(super) fn greeted(&mut self, version: &str) {
+        self.server = Server::from_version(version);
+    }
+
     /// What the next command is read under.
     pub(super) fn ahead(&self) -> SqlModes {
-        self.ahead
+        self.ahead.on(self.server)
     }
 
     /// What a command does to the modes besides a query's `SET` (which `Texts::query` reads):
@@ -40,7 +47,7 @@ impl SessionModes {
         match c.command {
             COM_RESET_CONNECTION | COM_CHANGE_USER => Some(SqlModes::unknown(SqlMode::default())),
             COM_STMT_PREPARE => {
-                self.prepared_change |= sql_mode_after(c.payload, self.ahead).is_some();
+                self.prepared_change |= sql_mode_after(c.payload, self.ahead()).is_some();
                 None
             }
             COM_STMT_EXECUTE if self.prepared_change => Some(SqlModes::unknown(self.ahead.likely())),
@@ -145,5 +152,22 @@ mod tests {
         let reset = CommandPacket { command: COM_RESET_CONNECTION, payload: b"", len: 0, query_attributes: false };
         let after = modes.change(&reset);
         assert!(after.is_some_and(|a| !a.is_known()));
+    }
+
+    #[test]
+    fn the_greeting_decides_the_versioned_comments_for_good() {
+        let mut modes = SessionModes::default();
+        modes.greeted("5.5.5-10.11.19-MariaDB-0+deb12u1");
+        // A versioned comment MariaDB skips sets nothing; one it runs does.
+        assert_eq!(send(&mut modes, "/*!99999 SET sql_mode = 'ANSI' */").1, None);
+        let (_, after) = send(&mut modes, "/*!40101 SET sql_mode = 'ANSI' */");
+        modes.answered(&ok(false), after, true);
+        let ansi = SqlMode { no_backslash_escapes: false, ansi_quotes: true };
+        assert_eq!(modes.ahead(), SqlModes::known(ansi).on(Server::MariaDb(101119)));
+        // A reset forgets the mode, not the server.
+        let reset = CommandPacket { command: COM_RESET_CONNECTION, payload: b"", len: 0, query_attributes: false };
+        let after = modes.change(&reset);
+        modes.answered(&ok(false), after, true);
+        assert_eq!(modes.ahead().server(), Server::MariaDb(101119));
     }
 }
