@@ -12,6 +12,9 @@ Scenarios:
   libmysql-change-user USER:PASSWORD [zlib|zstd]
                                        COM_CHANGE_USER (get-server-public-key on), the
                                        connection compressed if an algorithm is named
+  mysqlclient-change-user tls|plain USER:PASSWORD...
+                                       mysqlclient (MySQLdb on libmariadb) changes user to
+                                       each account in turn, with TLS or without
   pymysql-rows                         PyMySQL: no CLIENT_DEPRECATE_EOF (EOF packets)
   connector-attributes TRACEPARENT     Connector/Python's cursor.add_attribute() (pure and C)
   connector-traced-loop TRACEPARENT    an N+1 loop over a pool of 4, each statement carrying
@@ -179,6 +182,26 @@ def pymysql_rows(host, port, account):
     conn.close()
 
 
+def mysqlclient_change_user(host, port, account, leg, accounts):
+    """COM_CHANGE_USER by libmariadb (mysql_change_user), which MySQLdb exposes."""
+    import MySQLdb  # pylint: disable=import-outside-toplevel
+
+    user, password = account.split(":", 1)
+    tls = {"ssl": {"cipher": "DEFAULT"}} if leg == "tls" else {}
+    conn = MySQLdb.connect(host=host, port=port, user=user, password=password, connect_timeout=10, **tls)
+    for to in accounts:
+        user, password = to.split(":", 1)
+        try:
+            conn.change_user(user, password)
+        except MySQLdb.Error as e:
+            yield f"{user}: error {e.args[0]} {e.args[1]}"
+            continue
+        cur = conn.cursor()
+        cur.execute("SELECT CURRENT_USER()")
+        yield f"{user}: {cur.fetchall()[0][0]}"
+    conn.close()
+
+
 def connector(host, port, account, pure):
     import mysql.connector  # pylint: disable=import-outside-toplevel
 
@@ -223,6 +246,8 @@ def main():
         lines = libmysql(host, port, account, scenario, args)
     elif scenario == "pymysql-rows":
         lines = pymysql_rows(host, port, account)
+    elif scenario == "mysqlclient-change-user":
+        lines = mysqlclient_change_user(host, port, account, args[0], args[1:])
     elif scenario == "connector-attributes":
         lines = connector_attributes(host, port, account, args[0])
     elif scenario == "connector-traced-loop":

@@ -10,13 +10,16 @@
 
 use std::net::SocketAddr;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rttscope_config::{Config, HumanDuration, ListenAddr, ListenTlsMode, UpstreamCompression};
 use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256, features};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 /// The three accounts, each with its plugin.
 const ACCOUNTS: [&str; 3] = [SHA2, SHA256, NATIVE];
+
+/// The clients of the login matrix, as `Mysql8Server::logins` names them.
+const DRIVERS: [&str; 5] = ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"];
 
 fn user(account: &str) -> &str {
     account.split(':').next().unwrap_or(account)
@@ -93,7 +96,7 @@ fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     else {
         return Ok(());
     };
-    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"] {
+    for driver in DRIVERS {
         assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
         assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
         assert_cell(driver, &plain_server, plain_hop.addr(), "plain", "plain")?;
@@ -116,9 +119,11 @@ fn a_sha256_password_default_plugin_logs_in_from_a_plain_client_over_tls() -> Re
 }
 
 /// A TLS client in front of a server without TLS is refused before any password is sent,
-/// never its login in clear on the long hop: rttscope offers it no TLS (the client refuses
-/// itself), or, when `listen.tls.mode: required` made it offer TLS, answers with an ERR that
-/// says why.
+/// never its login in clear on the long hop: when `listen.tls.mode: required` made rttscope
+/// offer TLS, with an ERR that says why; otherwise rttscope offers it no TLS, as the server
+/// does not, and the client does what it does directly — PyMySQL, mysql2 and Connector/J
+/// refuse themselves; libmariadb (mysqlclient, the CLI) carries on without TLS. Every client,
+/// every plugin; the refusal comes before authentication starts, so full and fast are alike.
 #[test]
 fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
     let Some((server, offers_none)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
@@ -126,44 +131,73 @@ fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
         return Ok(());
     };
     let requires_tls = proxy_to(server.addr(), |c| c.listen.tls.mode = ListenTlsMode::Required);
-    for (proxy, refusal) in [
-        (&offers_none, "error 2026 SSL is required but the server doesn't support it"),
-        (&requires_tls, "error 3159 rttscope: the client connected with TLS but upstream"),
-    ] {
+    let why = ("3159", "rttscope: the client connected with TLS but upstream 127.0.0.1:");
+    for driver in DRIVERS {
         server.take_log();
-        let lines = server.logins("pymysql", proxy.addr(), "tls", &[SHA2])?;
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        for line in &lines {
-            assert!(
-                line.starts_with(&format!("u_sha2 1: {refusal}")) || line.starts_with(&format!("u_sha2 2: {refusal}")),
-                "{line}"
-            );
-        }
-        assert_eq!(server.take_log(), Vec::<String>::new(), "the server saw no login");
+        let Some(refusal) = refuses_itself(driver) else {
+            let direct = (server.logins(driver, server.addr(), "tls", &ACCOUNTS)?, server.take_log());
+            let proxied = (server.logins(driver, offers_none.addr(), "tls", &ACCOUNTS)?, server.take_log());
+            assert_eq!(proxied, direct, "{driver}: rttscope offering no TLS, as directly");
+            assert_refused(&server, driver, &requires_tls, why)?;
+            continue;
+        };
+        assert_refused(&server, driver, &offers_none, refusal)?;
+        assert_refused(&server, driver, &requires_tls, why)?;
     }
     Ok(())
 }
 
+/// How `driver`, told to use TLS, refuses a server (rttscope) that offers none: the error
+/// code and a part of its message; `None` if it carries on without TLS.
+fn refuses_itself(driver: &str) -> Option<(&'static str, &'static str)> {
+    match driver {
+        "pymysql" => Some(("2026", "SSL is required but the server doesn't support it")),
+        "mysql2" => Some(("undefined", "Server does not support secure connection")),
+        "connector-j" => Some(("-1", "Trying to connect with ssl, but ssl not enabled in the server")),
+        _ => None,
+    }
+}
+
+/// `driver` logs in over TLS through `proxy` as every account, twice each, and every login is
+/// refused with the error `code` and a message holding `reason`; the server saw no login.
+fn assert_refused(server: &Mysql8Server, driver: &str, proxy: &TestProxy, (code, reason): (&str, &str)) -> Result<()> {
+    let lines = server.logins(driver, proxy.addr(), "tls", &ACCOUNTS)?;
+    let logins = ACCOUNTS.iter().flat_map(|a| [1, 2].map(|n| format!("{} {n}: error {code} ", user(a))));
+    assert_eq!(lines.len(), 6, "{driver}: {lines:?}");
+    for (line, login) in lines.iter().zip(logins) {
+        assert!(line.starts_with(&login) && line.contains(reason), "{driver}: {line}");
+    }
+    assert_eq!(server.take_log(), Vec::<String>::new(), "{driver}: the server saw no login");
+    Ok(())
+}
+
 /// MySQL 9: no mysql_native_password. caching_sha2_password and sha256_password log in on
-/// both legs a plain client can have; the native account does not exist.
+/// every leg a plain or TLS client can have, by PyMySQL and Node's mysql2; the native account
+/// does not exist.
 #[test]
 fn mysql9_mode_without_mysql_native_password() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: true, sha256_default: false }) else {
-        return Ok(());
-    };
-    for leg in ["plain", "tls"] {
-        server.take_log();
-        let lines = server.logins("pymysql", proxy.addr(), leg, &[SHA2, SHA256, NATIVE])?;
-        assert_eq!(lines[..4], logged_in(&[SHA2, SHA256], "tls")[..], "client {leg}");
-        assert_eq!(
-            lines[4..],
-            [
-                "u_native 1: error 3162 User u_native does not exist",
-                "u_native 2: error 3162 User u_native does not exist"
-            ],
-            "client {leg}"
-        );
-        assert_eq!(server.take_log(), server_saw(&[SHA2, SHA256], "tls"), "client {leg}");
+    let mysql9 = |tls| Mode { tls, mysql9: true, sha256_default: false };
+    let Some((tls_server, tls_hop)) = server_and_proxy(mysql9(true)) else { return Ok(()) };
+    let Some((plain_server, plain_hop)) = server_and_proxy(mysql9(false)) else { return Ok(()) };
+    let legs = [(&tls_server, &tls_hop, "plain", "tls"), (&tls_server, &tls_hop, "tls", "tls")];
+    for driver in ["pymysql", "mysql2"] {
+        for (server, proxy, client_leg, server_leg) in
+            legs.into_iter().chain([(&plain_server, &plain_hop, "plain", "plain")])
+        {
+            let cell = format!("{driver}, client {client_leg}, long hop {server_leg}");
+            server.take_log();
+            let lines = server.logins(driver, proxy.addr(), client_leg, &[SHA2, SHA256, NATIVE])?;
+            assert_eq!(lines[..4], logged_in(&[SHA2, SHA256], server_leg)[..], "{cell}");
+            assert_eq!(
+                lines[4..],
+                [
+                    "u_native 1: error 3162 User u_native does not exist",
+                    "u_native 2: error 3162 User u_native does not exist"
+                ],
+                "{cell}"
+            );
+            assert_eq!(server.take_log(), server_saw(&[SHA2, SHA256], server_leg), "{cell}");
+        }
     }
     Ok(())
 }
@@ -244,6 +278,61 @@ async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
     conn.change_user(change()).await?;
     assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
     assert_eq!(server.take_log(), [line("fast"), line("fast")], "plain client");
+    Ok(())
+}
+
+/// What the server logs for a login as mysql_native_password (which leaves the cache alone)
+/// and then changes of user to `accounts` in turn, the cache emptied before: caching_sha2_password
+/// full the first time, fast after; the other plugins full every time.
+fn changes_seen(accounts: &[&str], server_leg: &str) -> Vec<String> {
+    let mut cached = false;
+    let paths = [NATIVE].iter().chain(accounts).map(|a| match plugin(a) {
+        "caching_sha2_password" => (a, if std::mem::replace(&mut cached, true) { "fast" } else { "full" }),
+        _ => (a, "full"),
+    });
+    paths.map(|(a, path)| format!("{} {} {path} {server_leg} ok", user(a), plugin(a))).collect()
+}
+
+/// COM_CHANGE_USER on every leg combination a login can take — plain → plain (the client gets
+/// the server's own key), plain → TLS (rttscope's key stands in), TLS → TLS — after a login as
+/// mysql_native_password: to caching_sha2_password in full (the cache emptied), again (fast),
+/// and back to mysql_native_password by an auth switch; by mysql_async and by mysqlclient
+/// (libmariadb's `mysql_change_user`, which also changes to sha256_password).
+#[tokio::test]
+async fn every_plugin_changes_user_full_and_fast_on_every_leg_combination() -> Result<()> {
+    let Some((tls_server, tls_hop)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
+        return Ok(());
+    };
+    let Some((plain_server, plain_hop)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
+    else {
+        return Ok(());
+    };
+    let cells = [(&tls_server, &tls_hop, "plain", "tls"), (&tls_server, &tls_hop, "tls", "tls")];
+    for (server, proxy, client_leg, server_leg) in
+        cells.into_iter().chain([(&plain_server, &plain_hop, "plain", "plain")])
+    {
+        let cell = format!("client {client_leg}, long hop {server_leg}");
+        let changes = [SHA2, SHA2, NATIVE];
+        server.flush()?;
+        server.take_log();
+        let mut conn = mysql_async_conn(proxy.addr(), NATIVE, client_leg == "tls").await?;
+        for account in changes {
+            let (name, password) = account.split_once(':').unwrap_or_default();
+            let change =
+                mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
+            conn.change_user(change).await.with_context(|| format!("mysql_async, {cell}: to {name}"))?;
+            assert_eq!(current_user(&mut conn).await?, Some(format!("{name} {server_leg}")), "mysql_async, {cell}");
+        }
+        conn.disconnect().await?;
+        assert_eq!(server.take_log(), changes_seen(&changes, server_leg), "mysql_async, {cell}: the server's view");
+        let changes = [SHA2, SHA2, SHA256, NATIVE];
+        server.flush()?;
+        server.take_log();
+        let lines = features(proxy.addr(), NATIVE, "mysqlclient-change-user", &[&[client_leg][..], &changes].concat())?;
+        let answers: Vec<String> = changes.iter().map(|a| format!("{}: {} {server_leg}", user(a), user(a))).collect();
+        assert_eq!(lines, answers, "mysqlclient, {cell}");
+        assert_eq!(server.take_log(), changes_seen(&changes, server_leg), "mysqlclient, {cell}: the server's view");
+    }
     Ok(())
 }
 
