@@ -12,7 +12,12 @@ Scenarios:
   libmysql-change-user USER:PASSWORD [zlib|zstd]
                                        COM_CHANGE_USER (get-server-public-key on), the
                                        connection compressed if an algorithm is named
+  mysqlclient-change-user tls|plain USER:PASSWORD...
+                                       mysqlclient (MySQLdb on libmariadb) changes user to
+                                       each account in turn, with TLS or without
   pymysql-rows                         PyMySQL: no CLIENT_DEPRECATE_EOF (EOF packets)
+  pymysql-server-key                   PyMySQL without TLS: the public key it was given for
+                                       full authentication (PEM, as received), and who it is
   connector-attributes TRACEPARENT     Connector/Python's cursor.add_attribute() (pure and C)
   connector-traced-loop TRACEPARENT    an N+1 loop over a pool of 4, each statement carrying
                                        the traceparent as a query attribute
@@ -179,6 +184,40 @@ def pymysql_rows(host, port, account):
     conn.close()
 
 
+def mysqlclient_change_user(host, port, account, leg, accounts):
+    """COM_CHANGE_USER by libmariadb (mysql_change_user), which MySQLdb exposes."""
+    import MySQLdb  # pylint: disable=import-outside-toplevel
+
+    user, password = account.split(":", 1)
+    tls = {"ssl": {"cipher": "DEFAULT"}} if leg == "tls" else {}
+    conn = MySQLdb.connect(host=host, port=port, user=user, password=password, connect_timeout=10, **tls)
+    for to in accounts:
+        user, password = to.split(":", 1)
+        try:
+            conn.change_user(user, password)
+        except MySQLdb.Error as e:
+            yield f"{user}: error {e.args[0]} {e.args[1]}"
+            continue
+        cur = conn.cursor()
+        cur.execute("SELECT CURRENT_USER()")
+        yield f"{user}: {cur.fetchall()[0][0]}"
+    conn.close()
+
+
+def pymysql_server_key(host, port, account):
+    """The key a plain PyMySQL client was sent when it asked for the server's (PyMySQL keeps
+    it on the connection), then who it logged in as."""
+    import pymysql  # pylint: disable=import-outside-toplevel
+
+    user, password = account.split(":", 1)
+    conn = pymysql.connect(host=host, port=port, user=user, password=password, ssl_disabled=True)
+    yield from (conn.server_public_key or b"no key").decode().splitlines()
+    cur = conn.cursor()
+    cur.execute("SELECT CURRENT_USER()")
+    yield f"who: {cur.fetchall()[0][0]}"
+    conn.close()
+
+
 def connector(host, port, account, pure):
     import mysql.connector  # pylint: disable=import-outside-toplevel
 
@@ -223,6 +262,10 @@ def main():
         lines = libmysql(host, port, account, scenario, args)
     elif scenario == "pymysql-rows":
         lines = pymysql_rows(host, port, account)
+    elif scenario == "mysqlclient-change-user":
+        lines = mysqlclient_change_user(host, port, account, args[0], args[1:])
+    elif scenario == "pymysql-server-key":
+        lines = pymysql_server_key(host, port, account)
     elif scenario == "connector-attributes":
         lines = connector_attributes(host, port, account, args[0])
     elif scenario == "connector-traced-loop":

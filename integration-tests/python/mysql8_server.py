@@ -86,11 +86,25 @@ def is_secure():
     return CONNECTION.get().stream.writer.get_extra_info("ssl_object") is not None
 
 
+def connection_scramble():
+    """The greeting's scramble, which MySQL sends again in an auth switch ("generate the
+    scramble, or reuse the old one" in its plugins): clients keep the last one they were sent
+    and hash with it at the next COM_CHANGE_USER. None while the greeting is being made."""
+    conn = CONNECTION.get(None)
+    data = conn.handshake_auth_data if conn is not None else None
+    return data[:20] if data else None
+
+
 def nonce_of(auth_info):
     """The connection's scramble, as MySQL reuses it (COM_CHANGE_USER too)."""
     if auth_info and auth_info.handshake_auth_data:
         return auth_info.handshake_auth_data[:20], auth_info
     return None, auth_info
+
+
+def switch_nonce():
+    """The scramble an auth switch sends: the connection's, or a new one for the greeting."""
+    return connection_scramble() or utils.nonce(20)
 
 
 def decrypt_password(data, nonce):
@@ -117,7 +131,7 @@ class CachingSha2(AuthPlugin):
     async def auth(self, auth_info=None):
         nonce, auth_info = nonce_of(auth_info)
         if nonce is None:
-            nonce = utils.nonce(20)
+            nonce = switch_nonce()
             auth_info = yield nonce + b"\0"
         user = auth_info.user
         stored = bytes.fromhex(user.auth_string)
@@ -152,7 +166,7 @@ class Sha256(AuthPlugin):
     async def auth(self, auth_info=None):
         nonce, auth_info = nonce_of(auth_info)
         if nonce is None:
-            nonce = utils.nonce(20)
+            nonce = switch_nonce()
             auth_info = yield nonce + b"\0"
         user = auth_info.user
         data = auth_info.data
@@ -167,7 +181,15 @@ class Sha256(AuthPlugin):
 
 class Native(NativePasswordAuthPlugin):
     async def auth(self, auth_info=None):
-        if auth_info and auth_info.handshake_auth_data:
+        scramble = connection_scramble()
+        if auth_info is None and scramble:
+            # An auth switch: the connection's scramble again, as MySQL sends it (mysql-mimic
+            # would make a new one).
+            auth_info = yield scramble + b"\0"
+            auth_info = auth_info.copy(auth_info.data)
+            auth_info.handshake_auth_data = scramble
+            auth_info.handshake_plugin_name = self.name
+        elif auth_info and auth_info.handshake_auth_data:
             # A client that answered the greeting as mysql_native_password (Node's mysql2
             # does, whatever the greeting names) hashed the greeting's scramble: MySQL checks
             # against that one, where mysql-mimic would send a new one.

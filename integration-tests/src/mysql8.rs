@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use rttscope_config::Config;
+
 use crate::browser::which;
 use crate::clients::{python, run, run_python, script};
+use crate::proxy::{TestProxy, proxy_to};
 
 fn repo() -> &'static std::path::Path {
     std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
@@ -31,6 +34,79 @@ pub fn features(addr: SocketAddr, account: &str, scenario: &str, args: &[&str]) 
     let mut argv = vec![addr.ip().to_string(), addr.port().to_string(), account.to_owned(), scenario.to_owned()];
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     Ok(run_python("mysql8_features.py", &argv)?.lines().map(str::to_owned).collect())
+}
+
+/// The user name of an account (`user:password`).
+pub fn user(account: &str) -> &str {
+    account.split(':').next().unwrap_or(account)
+}
+
+/// The plugin the server gives an account.
+pub fn plugin(account: &str) -> &'static str {
+    match user(account) {
+        "u_sha2" => "caching_sha2_password",
+        "u_sha256" => "sha256_password",
+        _ => "mysql_native_password",
+    }
+}
+
+/// A server of `mode` and rttscope in front of it with the default config (TLS on the
+/// long hop whenever the server offers it).
+pub fn server_and_proxy(mode: Mode) -> Option<(Mysql8Server, TestProxy)> {
+    server_and_proxy_with(mode, |_| {})
+}
+
+/// [`server_and_proxy`], the proxy's config changed by `tweak`.
+pub fn server_and_proxy_with(mode: Mode, tweak: impl FnOnce(&mut Config)) -> Option<(Mysql8Server, TestProxy)> {
+    match Mysql8Server::start(mode) {
+        Ok(server) => {
+            let proxy = proxy_to(server.addr(), tweak);
+            Some((server, proxy))
+        }
+        Err(e) => {
+            crate::skip(format!("no MySQL-8-style server: {e:#}"));
+            None
+        }
+    }
+}
+
+/// A mysql_async connection to `addr` as `account`, with TLS (not verified: the server's
+/// certificate is self-signed) or without.
+pub async fn mysql_async_conn(addr: SocketAddr, account: &str, tls: bool) -> Result<mysql_async::Conn> {
+    mysql_async_conn_with(addr, account, tls, false).await
+}
+
+/// [`mysql_async_conn`], over the compressed protocol (zlib, mysql_async's only one) if
+/// `compress`.
+pub async fn mysql_async_conn_with(
+    addr: SocketAddr,
+    account: &str,
+    tls: bool,
+    compress: bool,
+) -> Result<mysql_async::Conn> {
+    let (name, password) = account.split_once(':').unwrap_or_default();
+    let tls = tls.then(|| mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true));
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname(addr.ip().to_string())
+        .tcp_port(addr.port())
+        .user(Some(name))
+        .pass(Some(password))
+        .prefer_socket(false)
+        .ssl_opts(tls)
+        .compression(compress.then(mysql_async::Compression::default));
+    Ok(mysql_async::Conn::new(opts).await?)
+}
+
+/// Who the server says `conn` is logged in as, and over which leg (`USER LEG`).
+pub async fn current_user(conn: &mut mysql_async::Conn) -> Result<Option<String>> {
+    use mysql_async::prelude::Queryable;
+    Ok(conn.query_first("SELECT CURRENT_USER()").await?)
+}
+
+/// What the server logged about compression since the last look, levels left out.
+pub fn compression_lines(log: &[String]) -> Vec<String> {
+    let lines = log.iter().filter(|l| l.starts_with("compression "));
+    lines.map(|l| l.rsplit_once(' ').map_or(l.as_str(), |(head, _)| head).to_owned()).collect()
 }
 
 /// A running server; killed on drop.

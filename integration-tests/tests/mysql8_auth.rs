@@ -2,7 +2,8 @@
 //! caching_sha2_password and sha256_password written from MySQL's documentation; see
 //! `integration-tests/python/mysql8_server.py`), on every combination of TLS legs, with full
 //! and fast authentication, by real clients: PyMySQL, mysqlclient and the `mariadb` CLI
-//! (libmariadb), Node's mysql2, MariaDB Connector/J and mysql_async. The server's own log says which path each login took and over which leg.
+//! (libmariadb), Node's mysql2, MariaDB Connector/J and mysql_async. The server's own log says
+//! which path each login took and over which leg. Changes of user: `mysql8_change_user.rs`.
 //!
 //! The cell that failed before rttscope stood in for the server's key: a client without TLS
 //! (the sidecar set-up) in front of a TLS server, after the server's cache was emptied — the
@@ -11,44 +12,18 @@
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use rttscope_config::{Config, HumanDuration, ListenAddr, ListenTlsMode, UpstreamCompression};
-use rttscope_integration_tests::mysql8::{Mode, Mysql8Server, NATIVE, SHA2, SHA256, features};
+use rttscope_config::{ListenAddr, ListenTlsMode, UpstreamCompression};
+use rttscope_integration_tests::mysql8::{
+    Mode, Mysql8Server, NATIVE, SHA2, SHA256, compression_lines, current_user, mysql_async_conn, mysql_async_conn_with,
+    plugin, server_and_proxy, server_and_proxy_with, user,
+};
 use rttscope_integration_tests::proxy::{TestProxy, proxy_to};
 
 /// The three accounts, each with its plugin.
 const ACCOUNTS: [&str; 3] = [SHA2, SHA256, NATIVE];
 
-fn user(account: &str) -> &str {
-    account.split(':').next().unwrap_or(account)
-}
-
-fn plugin(account: &str) -> &'static str {
-    match user(account) {
-        "u_sha2" => "caching_sha2_password",
-        "u_sha256" => "sha256_password",
-        _ => "mysql_native_password",
-    }
-}
-
-/// A server of `mode` and rttscope in front of it with the default config (TLS on the
-/// long hop whenever the server offers it).
-fn server_and_proxy(mode: Mode) -> Option<(Mysql8Server, TestProxy)> {
-    server_and_proxy_with(mode, |_| {})
-}
-
-/// [`server_and_proxy`], the proxy's config changed by `tweak`.
-fn server_and_proxy_with(mode: Mode, tweak: impl FnOnce(&mut Config)) -> Option<(Mysql8Server, TestProxy)> {
-    match Mysql8Server::start(mode) {
-        Ok(server) => {
-            let proxy = proxy_to(server.addr(), tweak);
-            Some((server, proxy))
-        }
-        Err(e) => {
-            rttscope_integration_tests::skip(format!("no MySQL-8-style server: {e:#}"));
-            None
-        }
-    }
-}
+/// The clients of the login matrix, as `Mysql8Server::logins` names them.
+const DRIVERS: [&str; 5] = ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"];
 
 /// What the login script prints when every login of `accounts` succeeds over `server_leg`.
 fn logged_in(accounts: &[&str], server_leg: &str) -> Vec<String> {
@@ -93,7 +68,7 @@ fn every_plugin_logs_in_full_and_fast_on_every_leg_combination() -> Result<()> {
     else {
         return Ok(());
     };
-    for driver in ["pymysql", "mysqlclient", "mariadb-cli", "mysql2", "connector-j"] {
+    for driver in DRIVERS {
         assert_cell(driver, &tls_server, tls_hop.addr(), "plain", "tls")?;
         assert_cell(driver, &tls_server, tls_hop.addr(), "tls", "tls")?;
         assert_cell(driver, &plain_server, plain_hop.addr(), "plain", "plain")?;
@@ -116,9 +91,11 @@ fn a_sha256_password_default_plugin_logs_in_from_a_plain_client_over_tls() -> Re
 }
 
 /// A TLS client in front of a server without TLS is refused before any password is sent,
-/// never its login in clear on the long hop: rttscope offers it no TLS (the client refuses
-/// itself), or, when `listen.tls.mode: required` made it offer TLS, answers with an ERR that
-/// says why.
+/// never its login in clear on the long hop: when `listen.tls.mode: required` made rttscope
+/// offer TLS, with an ERR that says why; otherwise rttscope offers it no TLS, as the server
+/// does not, and the client does what it does directly — PyMySQL, mysql2 and Connector/J
+/// refuse themselves; libmariadb (mysqlclient, the CLI) carries on without TLS. Every client,
+/// every plugin; the refusal comes before authentication starts, so full and fast are alike.
 #[test]
 fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
     let Some((server, offers_none)) = server_and_proxy(Mode { tls: false, mysql9: false, sha256_default: false })
@@ -126,78 +103,75 @@ fn a_tls_client_is_refused_a_plain_long_hop_with_the_reason() -> Result<()> {
         return Ok(());
     };
     let requires_tls = proxy_to(server.addr(), |c| c.listen.tls.mode = ListenTlsMode::Required);
-    for (proxy, refusal) in [
-        (&offers_none, "error 2026 SSL is required but the server doesn't support it"),
-        (&requires_tls, "error 3159 rttscope: the client connected with TLS but upstream"),
-    ] {
+    let why = ("3159", "rttscope: the client connected with TLS but upstream 127.0.0.1:");
+    for driver in DRIVERS {
         server.take_log();
-        let lines = server.logins("pymysql", proxy.addr(), "tls", &[SHA2])?;
-        assert_eq!(lines.len(), 2, "{lines:?}");
-        for line in &lines {
-            assert!(
-                line.starts_with(&format!("u_sha2 1: {refusal}")) || line.starts_with(&format!("u_sha2 2: {refusal}")),
-                "{line}"
-            );
-        }
-        assert_eq!(server.take_log(), Vec::<String>::new(), "the server saw no login");
+        let Some(refusal) = refuses_itself(driver) else {
+            let direct = (server.logins(driver, server.addr(), "tls", &ACCOUNTS)?, server.take_log());
+            let proxied = (server.logins(driver, offers_none.addr(), "tls", &ACCOUNTS)?, server.take_log());
+            assert_eq!(proxied, direct, "{driver}: rttscope offering no TLS, as directly");
+            assert_refused(&server, driver, &requires_tls, why)?;
+            continue;
+        };
+        assert_refused(&server, driver, &offers_none, refusal)?;
+        assert_refused(&server, driver, &requires_tls, why)?;
     }
+    Ok(())
+}
+
+/// How `driver`, told to use TLS, refuses a server (rttscope) that offers none: the error
+/// code and a part of its message; `None` if it carries on without TLS.
+fn refuses_itself(driver: &str) -> Option<(&'static str, &'static str)> {
+    match driver {
+        "pymysql" => Some(("2026", "SSL is required but the server doesn't support it")),
+        "mysql2" => Some(("undefined", "Server does not support secure connection")),
+        "connector-j" => Some(("-1", "Trying to connect with ssl, but ssl not enabled in the server")),
+        _ => None,
+    }
+}
+
+/// `driver` logs in over TLS through `proxy` as every account, twice each, and every login is
+/// refused with the error `code` and a message holding `reason`; the server saw no login.
+fn assert_refused(server: &Mysql8Server, driver: &str, proxy: &TestProxy, (code, reason): (&str, &str)) -> Result<()> {
+    let lines = server.logins(driver, proxy.addr(), "tls", &ACCOUNTS)?;
+    let logins = ACCOUNTS.iter().flat_map(|a| [1, 2].map(|n| format!("{} {n}: error {code} ", user(a))));
+    assert_eq!(lines.len(), 6, "{driver}: {lines:?}");
+    for (line, login) in lines.iter().zip(logins) {
+        assert!(line.starts_with(&login) && line.contains(reason), "{driver}: {line}");
+    }
+    assert_eq!(server.take_log(), Vec::<String>::new(), "{driver}: the server saw no login");
     Ok(())
 }
 
 /// MySQL 9: no mysql_native_password. caching_sha2_password and sha256_password log in on
-/// both legs a plain client can have; the native account does not exist.
+/// every leg a plain or TLS client can have, by PyMySQL and Node's mysql2; the native account
+/// does not exist.
 #[test]
 fn mysql9_mode_without_mysql_native_password() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: true, sha256_default: false }) else {
-        return Ok(());
-    };
-    for leg in ["plain", "tls"] {
-        server.take_log();
-        let lines = server.logins("pymysql", proxy.addr(), leg, &[SHA2, SHA256, NATIVE])?;
-        assert_eq!(lines[..4], logged_in(&[SHA2, SHA256], "tls")[..], "client {leg}");
-        assert_eq!(
-            lines[4..],
-            [
-                "u_native 1: error 3162 User u_native does not exist",
-                "u_native 2: error 3162 User u_native does not exist"
-            ],
-            "client {leg}"
-        );
-        assert_eq!(server.take_log(), server_saw(&[SHA2, SHA256], "tls"), "client {leg}");
+    let mysql9 = |tls| Mode { tls, mysql9: true, sha256_default: false };
+    let Some((tls_server, tls_hop)) = server_and_proxy(mysql9(true)) else { return Ok(()) };
+    let Some((plain_server, plain_hop)) = server_and_proxy(mysql9(false)) else { return Ok(()) };
+    let legs = [(&tls_server, &tls_hop, "plain", "tls"), (&tls_server, &tls_hop, "tls", "tls")];
+    for driver in ["pymysql", "mysql2"] {
+        for (server, proxy, client_leg, server_leg) in
+            legs.into_iter().chain([(&plain_server, &plain_hop, "plain", "plain")])
+        {
+            let cell = format!("{driver}, client {client_leg}, long hop {server_leg}");
+            server.take_log();
+            let lines = server.logins(driver, proxy.addr(), client_leg, &[SHA2, SHA256, NATIVE])?;
+            assert_eq!(lines[..4], logged_in(&[SHA2, SHA256], server_leg)[..], "{cell}");
+            assert_eq!(
+                lines[4..],
+                [
+                    "u_native 1: error 3162 User u_native does not exist",
+                    "u_native 2: error 3162 User u_native does not exist"
+                ],
+                "{cell}"
+            );
+            assert_eq!(server.take_log(), server_saw(&[SHA2, SHA256], server_leg), "{cell}");
+        }
     }
     Ok(())
-}
-
-/// A mysql_async connection to `addr` as `account`, with TLS (not verified: the server's
-/// certificate is self-signed) or without.
-async fn mysql_async_conn(addr: SocketAddr, account: &str, tls: bool) -> Result<mysql_async::Conn> {
-    mysql_async_conn_with(addr, account, tls, false).await
-}
-
-/// [`mysql_async_conn`], over the compressed protocol (zlib, mysql_async's only one) if
-/// `compress`.
-async fn mysql_async_conn_with(
-    addr: SocketAddr,
-    account: &str,
-    tls: bool,
-    compress: bool,
-) -> Result<mysql_async::Conn> {
-    let (name, password) = account.split_once(':').unwrap_or_default();
-    let tls = tls.then(|| mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true));
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname(addr.ip().to_string())
-        .tcp_port(addr.port())
-        .user(Some(name))
-        .pass(Some(password))
-        .prefer_socket(false)
-        .ssl_opts(tls)
-        .compression(compress.then(mysql_async::Compression::default));
-    Ok(mysql_async::Conn::new(opts).await?)
-}
-
-async fn current_user(conn: &mut mysql_async::Conn) -> Result<Option<String>> {
-    use mysql_async::prelude::Queryable;
-    Ok(conn.query_first("SELECT CURRENT_USER()").await?)
 }
 
 /// mysql_async (its own caching_sha2_password, rustls): full then fast authentication on a
@@ -216,159 +190,6 @@ async fn mysql_async_logs_in_full_and_fast_over_the_tls_long_hop() -> Result<()>
             conn.disconnect().await?;
         }
         assert_eq!(server.take_log(), server_saw(&[SHA2], "tls"), "client TLS {client_tls}");
-    }
-    Ok(())
-}
-
-/// COM_CHANGE_USER to a caching_sha2_password account by mysql_async over the TLS long hop:
-/// full then fast with TLS on both legs; fast, the account cached, from a plain client.
-#[tokio::test]
-async fn mysql_async_changes_user_full_and_fast() -> Result<()> {
-    let Some((server, proxy)) = server_and_proxy(Mode { tls: true, mysql9: false, sha256_default: false }) else {
-        return Ok(());
-    };
-    let (name, password) = SHA2.split_once(':').unwrap_or_default();
-    let change =
-        || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
-    let line = |path: &str| format!("u_sha2 caching_sha2_password {path} tls ok");
-    server.flush()?;
-    let mut conn = mysql_async_conn(proxy.addr(), SHA2, true).await?;
-    // As after a restart: the change takes full authentication, the next one fast.
-    server.flush()?;
-    for _ in 0..2 {
-        conn.change_user(change()).await?;
-        assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
-    }
-    assert_eq!(server.take_log(), [line("full"), line("full"), line("fast")], "TLS client");
-    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
-    conn.change_user(change()).await?;
-    assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
-    assert_eq!(server.take_log(), [line("fast"), line("fast")], "plain client");
-    Ok(())
-}
-
-/// COM_CHANGE_USER by a plain client over the TLS long hop when the server wants the
-/// password in full (its cache emptied, or sha256_password): the client asks for the server's
-/// key, rttscope answers with its own as at login and sends the password over TLS. By
-/// mysql_async (its own caching_sha2_password) and libmysqlclient (`mysql_change_user`, with an
-/// auth switch to sha256_password and back). Before the stand-in followed COM_CHANGE_USER, the
-/// key request reached the server as a password: 1045.
-#[tokio::test]
-async fn a_plain_client_changes_user_with_full_authentication_over_the_tls_long_hop() -> Result<()> {
-    changes_user_in_full(Compressed { client: None, upstream: UpstreamCompression::Mirror }, None).await
-}
-
-/// The same with the client's leg compressed (mysql_async with zlib, libmysqlclient with
-/// zstd) and the long hop not: the stand-in's answer goes out in the client's frames, in
-/// step with its compressed sequence ids. Before the stand-in followed COM_CHANGE_USER on
-/// compressed legs: 1045.
-#[tokio::test]
-async fn a_compressed_client_changes_user_with_full_authentication_over_the_tls_long_hop() -> Result<()> {
-    changes_user_in_full(Compressed { client: Some("zstd"), upstream: UpstreamCompression::Off }, None).await
-}
-
-/// The same with the long hop compressed (`upstream.compression: zstd`) and the client not:
-/// the COM_CHANGE_USER starts a compressed frame with sequence id 0, the commands after it
-/// too (the stream written upstream is shorter than the client's by what the stand-in kept
-/// from the server), and the server's packets reach the client numbered as it expects.
-/// Before: 1045.
-#[tokio::test]
-async fn a_plain_client_changes_user_with_full_authentication_over_a_compressed_tls_long_hop() -> Result<()> {
-    changes_user_in_full(Compressed { client: None, upstream: UpstreamCompression::Zstd }, Some("zstd")).await
-}
-
-/// The same with both legs compressed (`upstream.compression: mirror`: zlib for mysql_async,
-/// zstd for libmysqlclient). Before: 1045.
-#[tokio::test]
-async fn a_compressed_client_changes_user_with_full_authentication_over_a_compressed_tls_long_hop() -> Result<()> {
-    let mirror = Compressed { client: Some("zstd"), upstream: UpstreamCompression::Mirror };
-    changes_user_in_full(mirror, Some("mirror")).await
-}
-
-/// A change of user through the stand-in pays the emulated link's round trips, as the login
-/// does: under `inject.rtt`, full authentication — the COM_CHANGE_USER answered with a request
-/// for the password in full, the key request answered by rttscope, the password sent over TLS
-/// and the server's OK — takes at least two of them. Before, the exchange went at the real
-/// path's pace.
-#[tokio::test]
-async fn a_change_of_user_through_the_stand_in_pays_the_emulated_round_trips() -> Result<()> {
-    let rtt = std::time::Duration::from_millis(150);
-    let mode = Mode { tls: true, mysql9: false, sha256_default: false };
-    let Some((server, proxy)) = server_and_proxy_with(mode, |c| c.inject.rtt = HumanDuration(rtt)) else {
-        return Ok(());
-    };
-    let (name, password) = SHA2.split_once(':').unwrap_or_default();
-    let change = mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
-    let mut conn = mysql_async_conn(proxy.addr(), SHA2, false).await?;
-    server.flush()?;
-    server.take_log();
-    let started = std::time::Instant::now();
-    conn.change_user(change).await?;
-    let took = started.elapsed();
-    assert_eq!(server.take_log(), ["u_sha2 caching_sha2_password full tls ok"]);
-    assert!(took >= 2 * rtt, "a change of user with full authentication took {took:?} over an emulated {rtt:?} RTT");
-    Ok(())
-}
-
-/// Which legs are compressed: the client's (libmysqlclient with this algorithm, mysql_async
-/// with zlib), and the long hop as `upstream.compression` says.
-struct Compressed {
-    client: Option<&'static str>,
-    upstream: UpstreamCompression,
-}
-
-/// The server's compression line for a login, if the long hop is compressed: `long_hop` is
-/// its algorithm, or `mirror` for the client's.
-fn long_hop_compression(long_hop: Option<&str>, client: Option<&str>) -> Vec<String> {
-    match long_hop {
-        Some("mirror") => client.map(|a| format!("compression {a}")).into_iter().collect(),
-        Some(algorithm) => vec![format!("compression {algorithm}")],
-        None => vec![],
-    }
-}
-
-/// What the server logged about compression since the last look, levels left out.
-fn compression_lines(log: &[String]) -> Vec<String> {
-    let lines = log.iter().filter(|l| l.starts_with("compression "));
-    lines.map(|l| l.rsplit_once(' ').map_or(l.as_str(), |(head, _)| head).to_owned()).collect()
-}
-
-/// A plain client (mysql_async, then libmysqlclient) over the TLS long hop, its leg and the
-/// long hop compressed as `legs` says, changes user with full authentication, then fast, and
-/// runs a statement after each change; `long_hop`: the long hop's algorithm as the server
-/// logs it (see [`long_hop_compression`]).
-async fn changes_user_in_full(legs: Compressed, long_hop: Option<&str>) -> Result<()> {
-    let upstream = legs.upstream;
-    let Some((server, proxy)) = server_and_proxy_with(Mode { tls: true, mysql9: false, sha256_default: false }, |c| {
-        c.upstream.compression = upstream
-    }) else {
-        return Ok(());
-    };
-    let (name, password) = SHA2.split_once(':').unwrap_or_default();
-    let change =
-        || mysql_async::ChangeUserOpts::default().with_user(Some(name.into())).with_pass(Some(password.into()));
-    let mut conn = mysql_async_conn_with(proxy.addr(), SHA2, false, legs.client.is_some()).await?;
-    let zlib = legs.client.map(|_| "zlib");
-    assert_eq!(compression_lines(&server.take_log()), long_hop_compression(long_hop, zlib), "mysql_async's login");
-    server.flush()?;
-    server.take_log();
-    for _ in 0..2 {
-        conn.change_user(change()).await?;
-        assert_eq!(current_user(&mut conn).await?.as_deref(), Some("u_sha2 tls"));
-    }
-    let line = |user: &str, plugin: &str, path: &str| format!("{user} {plugin} {path} tls ok");
-    let sha2 = "caching_sha2_password";
-    assert_eq!(server.take_log(), [line("u_sha2", sha2, "full"), line("u_sha2", sha2, "fast")], "mysql_async");
-    conn.disconnect().await?;
-    for (from, to, plugin) in [(SHA2, SHA256, "sha256_password"), (SHA256, SHA2, sha2)] {
-        server.flush()?;
-        let args: Vec<&str> = [to].into_iter().chain(legs.client).collect();
-        let lines = features(proxy.addr(), from, "libmysql-change-user", &args)?;
-        let user = to.split(':').next().unwrap_or_default();
-        assert_eq!(lines, ["change: ok".to_owned(), format!("who: (1, [('{user} tls',)])")], "libmysqlclient");
-        let log = server.take_log();
-        assert_eq!(compression_lines(&log), long_hop_compression(long_hop, legs.client), "libmysqlclient's login");
-        assert_eq!(log.last(), Some(&line(user, plugin, "full")), "libmysqlclient: {log:?}");
     }
     Ok(())
 }
