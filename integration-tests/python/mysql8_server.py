@@ -124,6 +124,18 @@ def received_password(data, nonce):
         return None
 
 
+def denied(data, stored):
+    """How a denied full authentication is logged: `denied-in-clear` when a plain connection
+    carried the password itself, which a client must encrypt there."""
+    if not is_secure():
+        try:
+            if stored_hash(data.rstrip(b"\0").decode()) == stored:
+                return "denied-in-clear"
+        except Exception:  # pylint: disable=broad-except
+            pass
+    return "denied"
+
+
 class CachingSha2(AuthPlugin):
     name = "caching_sha2_password"
     client_plugin_name = "caching_sha2_password"
@@ -155,7 +167,7 @@ class CachingSha2(AuthPlugin):
             log(user.name, self.name, "full", "ok")
             yield Success(user.name)
         else:
-            log(user.name, self.name, "full", "denied")
+            log(user.name, self.name, "full", denied(data, stored))
             yield Forbidden()
 
 
@@ -174,8 +186,9 @@ class Sha256(AuthPlugin):
             auth_info = yield PUBLIC_PEM
             data = auth_info.data
         password = received_password(data, nonce)
-        ok = password is not None and stored_hash(password) == bytes.fromhex(user.auth_string)
-        log(user.name, self.name, "full", "ok" if ok else "denied")
+        stored = bytes.fromhex(user.auth_string)
+        ok = password is not None and stored_hash(password) == stored
+        log(user.name, self.name, "full", "ok" if ok else denied(data, stored))
         yield Success(user.name) if ok else Forbidden()
 
 

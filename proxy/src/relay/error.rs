@@ -121,6 +121,15 @@ pub enum Refusal {
         /// The upstream address.
         upstream: String,
     },
+    /// A client without TLS sent its password in clear where the server wanted it in full
+    /// (its library took the connection for a secure one), over a plain long hop.
+    #[error(
+        "the client sent its password in clear, where the server wanted it in full and the long hop to upstream {upstream} is not TLS: rttscope refuses and forwarded nothing; tell the client to require TLS (ssl-mode=REQUIRED), or give the long hop TLS"
+    )]
+    PasswordSentInClear {
+        /// The upstream address.
+        upstream: String,
+    },
     /// rttscope's RSA key, which a plain client asked for, could not be made.
     #[error("rttscope has no RSA key to give the client for its password: {0}")]
     NoRsaKey(String),
@@ -198,9 +207,10 @@ impl Refusal {
             | Refusal::UpstreamTls { .. }
             | Refusal::LoginStalled { .. }
             | Refusal::LostDuringLogin { .. } => codes::UPSTREAM_UNREACHABLE,
-            Refusal::CredentialsInClear { .. } | Refusal::PasswordInClear { .. } | Refusal::TlsRequired => {
-                codes::SECURE_TRANSPORT_REQUIRED
-            }
+            Refusal::CredentialsInClear { .. }
+            | Refusal::PasswordInClear { .. }
+            | Refusal::PasswordSentInClear { .. }
+            | Refusal::TlsRequired => codes::SECURE_TRANSPORT_REQUIRED,
             Refusal::TlsOff | Refusal::ClientTls(_) | Refusal::HungUpAfterTls(_) | Refusal::ClientSilent { .. } => {
                 codes::HANDSHAKE_ERROR
             }

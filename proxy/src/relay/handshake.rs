@@ -489,8 +489,8 @@ async fn log_in(
 }
 
 /// What the auth exchange needs beyond relaying: a plain client over a TLS long hop gets
-/// rttscope's key in place of the server's; a Unix-socket client, whose password would cross
-/// a plain long hop in clear, is refused (unless `upstream.tls.mode: disabled` allows it).
+/// rttscope's key in place of the server's; a client whose password would cross a plain long
+/// hop in clear is refused (unless `upstream.tls.mode: disabled` allows it).
 fn watch(s: &Settings<'_>, legs: &Legs, unix_client: bool, greeting: &[u8], plugin: Option<&str>) -> Option<Watch> {
     match (legs.upstream_tls.is_some(), legs.client_tls.is_some()) {
         (true, false) => {
@@ -499,8 +499,8 @@ fn watch(s: &Settings<'_>, legs: &Legs, unix_client: bool, greeting: &[u8], plug
             s.auth_keys.warm_up();
             Some(Watch::StandIn(StandIn::new(s.auth_keys.clone(), greeting, plugin)))
         }
-        (false, false) if unix_client && s.upstream_tls.is_some() => {
-            Some(Watch::NoClear(NoClearOnTheLongHop::new(plugin, &s.upstream)))
+        (false, false) if s.upstream_tls.is_some() => {
+            Some(Watch::NoClear(NoClearOnTheLongHop::new(plugin, &s.upstream, unix_client)))
         }
         _ => None,
     }

@@ -77,7 +77,8 @@ pub(super) async fn relay_auth<C: AsyncRead + AsyncWrite + Unpin, U: AsyncRead +
             client_view.scan(&packet, &mut session.client(tap));
             let moved = match watch.as_mut() {
                 Some(Watch::StandIn(stand_in)) => stand_in.client_said(&payload).await,
-                _ => Ok(ClientPacket::Relay),
+                Some(Watch::NoClear(guard)) => guard.client_said(&payload).map_or(Ok(ClientPacket::Relay), Err),
+                None => Ok(ClientPacket::Relay),
             };
             let upstream_seq = seq.wrapping_add(delta);
             // Wiped once written: with a stand-in, it may hold the password.

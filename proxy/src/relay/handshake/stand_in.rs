@@ -22,7 +22,7 @@ use crate::relay::error::Refusal;
 pub(super) enum Watch {
     /// A plain client over a TLS long hop: answer its key request.
     StandIn(StandIn),
-    /// A Unix-socket client over a plain long hop: refuse where its password would go in clear.
+    /// A plain client over a plain long hop: refuse where its password would go in clear.
     NoClear(NoClearOnTheLongHop),
 }
 
@@ -117,27 +117,53 @@ impl StandIn {
     }
 }
 
-/// For a client on a Unix socket (which it treats as secure) over a plain long hop: a server
-/// that wants the password in full would get it in clear across the long hop, so the login
-/// is refused at that point instead, before the client sends anything.
+/// For a client without TLS over a plain long hop, where a server that wants the password in
+/// full would get it in clear across the long hop. A client on a Unix socket treats its
+/// connection as secure and sends it in clear: its login is refused at the server's request,
+/// before it sends anything. A TCP client should ask for the server's key and encrypt; one
+/// whose library takes the connection for a secure one anyway (libmariadb told to use TLS that
+/// was not offered) sends it in clear — that packet is refused instead of forwarded.
 pub(super) struct NoClearOnTheLongHop {
     plugin: String,
     upstream: String,
+    unix_client: bool,
+    /// The server asked for the password in full: the client's next packet is a key request
+    /// or the password, which must be encrypted.
+    password_next: bool,
 }
 
+/// RSA ciphertexts are as long as the key's modulus: 1024 to 4096 bits, 128 bytes apiece.
+const RSA_BLOCK: usize = 128;
+
 impl NoClearOnTheLongHop {
-    pub(super) fn new(plugin: Option<&str>, upstream: &str) -> NoClearOnTheLongHop {
-        NoClearOnTheLongHop { plugin: plugin.unwrap_or_default().to_owned(), upstream: upstream.to_owned() }
+    pub(super) fn new(plugin: Option<&str>, upstream: &str, unix_client: bool) -> NoClearOnTheLongHop {
+        NoClearOnTheLongHop {
+            plugin: plugin.unwrap_or_default().to_owned(),
+            upstream: upstream.to_owned(),
+            unix_client,
+            password_next: false,
+        }
     }
 
-    /// The refusal, if the server's packet asks for the password in full: caching_sha2's
-    /// "perform full authentication", or a switch to sha256_password.
+    /// The refusal, if the server's packet asks for the password in full (caching_sha2's
+    /// "perform full authentication", or a switch to sha256_password) of a Unix-socket client.
     pub(super) fn upstream_said(&mut self, payload: &[u8]) -> Option<Refusal> {
         let full = asks_for_full_password(&self.plugin, payload);
         if let Some((plugin, _)) = auth_switch(payload) {
             self.plugin = plugin.to_owned();
         }
-        full.then(|| Refusal::PasswordInClear { upstream: self.upstream.clone() })
+        self.password_next = full;
+        (full && self.unix_client).then(|| Refusal::PasswordInClear { upstream: self.upstream.clone() })
+    }
+
+    /// The refusal, if the client answers the server's request for its password in full with
+    /// anything but a key request or an RSA ciphertext: the password in clear.
+    pub(super) fn client_said(&mut self, payload: &[u8]) -> Option<Refusal> {
+        if !std::mem::take(&mut self.password_next) || is_key_request(&self.plugin, payload) {
+            return None;
+        }
+        let encrypted = payload.len() >= RSA_BLOCK && payload.len().is_multiple_of(RSA_BLOCK);
+        (!encrypted).then(|| Refusal::PasswordSentInClear { upstream: self.upstream.clone() })
     }
 }
 
@@ -207,13 +233,38 @@ mod tests {
 
     #[test]
     fn a_unix_client_is_refused_where_its_password_would_cross_a_plain_long_hop() {
-        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306", true);
         assert!(guard.upstream_said(&[1, 3]).is_none(), "fast authentication");
         assert!(matches!(guard.upstream_said(&[1, 4]), Some(Refusal::PasswordInClear { .. })));
-        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306");
+        let mut guard = NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306", true);
         assert!(guard.upstream_said(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0").is_none());
         assert!(guard.upstream_said(&[1, 4]).is_none(), "not caching_sha2 any more");
         assert!(guard.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0").is_some());
+    }
+
+    #[test]
+    fn a_tcp_client_sending_its_password_in_clear_over_a_plain_long_hop_is_refused() {
+        let guard = || NoClearOnTheLongHop::new(Some("caching_sha2_password"), "db:3306", false);
+        // Asked for the password in full, it asks for the key, then encrypts: relayed.
+        let mut g = guard();
+        assert!(g.upstream_said(&[1, 4]).is_none(), "a TCP client may still encrypt");
+        assert!(g.client_said(&[2]).is_none(), "the key request");
+        assert!(g.upstream_said(b"\x01-----BEGIN PUBLIC KEY-----").is_none());
+        assert!(g.client_said(&[0x5a; 256]).is_none(), "a 2048-bit ciphertext");
+        // Or sends it in clear: refused.
+        let mut g = guard();
+        g.upstream_said(&[1, 4]);
+        assert!(matches!(g.client_said(b"secret\0"), Some(Refusal::PasswordSentInClear { .. })));
+        // After a switch to sha256_password, its answer is the password.
+        let mut g = guard();
+        assert!(g.upstream_said(b"\xfesha256_password\0abcdefghijklmnopqrst\0").is_none());
+        assert!(g.client_said(b"secret\0").is_some());
+        // Fast authentication and the native plugin send no password to watch.
+        let mut g = guard();
+        g.upstream_said(&[1, 3]);
+        assert!(g.client_said(b"anything").is_none());
+        g.upstream_said(b"\xfemysql_native_password\0abcdefghijklmnopqrst\0");
+        assert!(g.client_said(&[7; 20]).is_none());
     }
 
     #[tokio::test]
