@@ -396,16 +396,22 @@ mod tests {
         test_measurement(limit)
     }
 
+    /// The loss evidence of `stalls` recovery episodes apart (`stall_us` in all) in
+    /// `segments_in` full segments at `rtt_us`.
+    fn loss_of(segments_in: u32, stalls: u32, stall_us: u64, rtt_us: u32) -> Loss {
+        Loss::from_transfer(
+            &crate::socket::LossCounters { segments_in, ..Default::default() },
+            &crate::link::loss::Stalls::apart(stalls, stall_us),
+            1448,
+            rtt_us,
+        )
+    }
+
     #[test]
     fn drops_a_transfer_outran_are_harmless_with_the_ratio() {
         let mut links = Links::new(Sysctls::default(), Expected::default());
         let mut m = measurement(LinkLimit::Link);
-        m.loss = Loss::from_transfer(
-            &crate::socket::LossCounters { segments_in: 5_600, ..Default::default() },
-            &crate::link::loss::Stalls::apart(6, 114_000),
-            1448,
-            20_000,
-        );
+        m.loss = loss_of(5_600, 6, 114_000, 20_000);
         m.throughput = 10_000_000;
         m.loss.out_of_order = 840;
         let words = links.add(1, 0, m).summary.clone();
@@ -419,12 +425,7 @@ mod tests {
         let mut m = measurement(LinkLimit::Loss);
         // 20 holes in 100 round trips of 1 ms, 3 × the bound, the pipe half empty after the
         // first loss (less over the whole transfer, slow start's first 20 ms with it).
-        m.loss = Loss::from_transfer(
-            &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
-            &crate::link::loss::Stalls::apart(20, 30_000),
-            1448,
-            1_000,
-        );
+        m.loss = loss_of(7_000, 20, 30_000, 1_000);
         m.throughput = 3 * m.loss.loss_limited_throughput.unwrap();
         m.idle_us = 45_000;
         (m.after_first_loss_us, m.idle_after_first_loss_us) = (80_000, 40_000);
@@ -442,12 +443,7 @@ mod tests {
     fn loss_under_its_bound_says_the_recoveries_cut_the_window() {
         let mut links = Links::new(Sysctls::default(), Expected::default());
         let mut m = measurement(LinkLimit::Loss);
-        m.loss = Loss::from_transfer(
-            &crate::socket::LossCounters { segments_in: 7_000, ..Default::default() },
-            &crate::link::loss::Stalls::apart(20, 30_000),
-            1448,
-            1_000,
-        );
+        m.loss = loss_of(7_000, 20, 30_000, 1_000);
         (m.loss.recoveries_timed, m.loss.recoveries_cut) = (12, 11);
         m.throughput = m.loss.loss_limited_throughput.unwrap() * 8 / 10;
         let words = links.add(1, 0, m).summary.clone();
