@@ -44,6 +44,10 @@ const MARKERS: [(&str, &str, u64); 15] = [
 
 /// What every generated secret starts with (`sql_mode_secrets.py`): a word, as a secret read
 /// as a name would show, and the digits of hex, bit and decimal literals.
+/// Both tests set the server's global `sql_mode` for a new session, then put it back: one at a
+/// time, or one's new session takes the other's mode.
+static GLOBAL_SQL_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 const SECRET_PREFIXES: [&str; 4] = ["qzvsecret", "f00dfacecafe", "1011001110001111", "7130291577"];
 
 fn admin(proxy: &ProxyProcess, path: &str) -> String {
@@ -161,6 +165,7 @@ fn found_in(places: &[(&str, String)], needles: &[&str]) -> Vec<String> {
 
 #[test]
 fn no_literal_leaks_however_the_sql_mode_changes() {
+    let _global = GLOBAL_SQL_MODE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let watched = Watched::start();
     let mut seen = run_python("sql_mode_leaks.py", &watched.script_args()).unwrap();
     seen.push_str(&restore_a_dump(&watched.proxy));
@@ -195,6 +200,7 @@ fn no_literal_leaks_however_the_sql_mode_changes() {
 
 #[test]
 fn no_generated_secret_leaks_under_any_sql_mode() {
+    let _global = GLOBAL_SQL_MODE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // A new seed each run, printed on failure; RTTSCOPE_TEST_SEED runs one again.
     let seed = std::env::var("RTTSCOPE_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
         SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() % 1_000_000)
