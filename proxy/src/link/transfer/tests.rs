@@ -820,30 +820,30 @@ fn a_reader_behind_in_its_own_socket_is_behind() {
 /// Loss cycles on a 20 ms path: nine round trips (two reads each) whose window steps from
 /// `low` to `high` segments, then a loss — the reads stand still 35 ms until the
 /// retransmission fills the hole and releases the `queued` segments sent meanwhile — and the
-/// next cycle from `low` again. `cycles` of them.
-fn loss_cycles(t: &mut TransferTracker, cycles: u32, (low, high): (u32, u32), queued: u32) -> u64 {
+/// next cycle from `low` again. `cycles` of them, and the transfer's measurement.
+fn loss_cycles(cycles: u32, (low, high): (u32, u32), queued: u32) -> Measurement {
+    let mut t = tracker();
     t.response_started(0);
-    let (mut base, mut segments, mut ooo, mut bytes) = (0, 0, 0, 0);
-    let mut read = |t: &mut TransferTracker, at: u64, n: u32, ooo: u32, segments: &mut u32| {
-        *segments += n;
+    let (mut base, mut segments, mut ooo) = (0, 0, 0);
+    let mut read = |t: &mut TransferTracker, at: u64, n: u32, ooo: u32| {
+        segments += n;
         t.read(at, u64::from(n) * 1448);
-        bytes += u64::from(n) * 1448;
         if t.wants_sample() {
-            counters(t, *segments, ooo, 3 << 20);
+            counters(t, segments, ooo, 3 << 20);
         }
     };
     for _ in 0..cycles {
         for w in (0..9).map(|k| low + (high - low) * k / 8) {
             base += 20_000;
-            read(t, base + 500, w / 2, ooo, &mut segments);
-            read(t, base + 1_500, w - w / 2, ooo, &mut segments);
+            read(&mut t, base + 500, w / 2, ooo);
+            read(&mut t, base + 1_500, w - w / 2, ooo);
         }
         base += 1_500 + 35_000;
         ooo += queued;
-        read(t, base, queued, ooo, &mut segments);
+        read(&mut t, base, queued, ooo);
     }
-    counters(t, segments, ooo, 3 << 20);
-    bytes
+    counters(&mut t, segments, ooo, 3 << 20);
+    t.finished(base, u64::from(segments) * 1448, 1, base).unwrap()
 }
 
 #[test]
@@ -853,10 +853,7 @@ fn a_window_halved_after_each_recovery_is_loss_below_the_bound() {
     // the ratio cannot tell them apart, what each recovery did to the window can. Here a
     // sawtooth of 8 to 16 segments a round trip, halved at each loss: about 0.82 × the bound
     // — named `sender + loss` while the ratio alone decided.
-    let mut t = tracker();
-    let bytes = loss_cycles(&mut t, 30, (8, 16), 8);
-    let end = t.current.map_or(0, |c| c.last_read_us);
-    let m = t.finished(end, bytes, 1, end).unwrap();
+    let m = loss_cycles(30, (8, 16), 8);
     let ratio = m.throughput as f64 / m.loss.loss_limited_throughput.unwrap() as f64;
     assert!((0.75..0.835).contains(&ratio), "{ratio} {m:?}");
     assert_eq!((m.limit, m.secondary), (LinkLimit::Loss, None), "{m:?}");
@@ -868,10 +865,7 @@ fn a_window_a_recovery_leaves_as_it_was_is_not_cut() {
     // The same bursts and holes, but the round trip after each recovery delivers what the one
     // before did (the window held where it was, as a send buffer or a full line holds it):
     // no recovery cut anything, and the ratio decides as before.
-    let mut t = tracker();
-    let bytes = loss_cycles(&mut t, 30, (16, 16), 16);
-    let end = t.current.map_or(0, |c| c.last_read_us);
-    let m = t.finished(end, bytes, 1, end).unwrap();
+    let m = loss_cycles(30, (16, 16), 16);
     assert!(m.loss.recoveries_timed >= 25 && m.loss.recoveries_cut == 0, "{m:?}");
 }
 
