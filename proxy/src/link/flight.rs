@@ -35,6 +35,8 @@ pub struct Flight {
     /// When the latest stall ended: a round trip just after one is no steady one to compare.
     last_stall_end_us: u64,
     last_read_us: u64,
+    /// Whether a recovery has ended the transfer's slow start (see [`stall`](Self::stall)).
+    slow_start_over: bool,
     /// Recoveries whose round trips before and after were both measured, and of them those
     /// that cut what the sender delivered.
     pub timed: u32,
@@ -69,7 +71,13 @@ impl Flight {
             (false, Some((_, before))) => self.pending = Some((end_us, before)),
             _ => self.pending = None,
         }
-        if !began_episode || !steady_before || rtt_us == 0 {
+        // The first loss ends slow start, and its recovery compares nothing: the round trip
+        // before its hole was still doubling (and cut short by the hole), the one after carries
+        // half the doubled window — as much as before, whatever held the path. Over the
+        // emulator the confusion matrix's loss and capped-line cells alike delivered 1.05-2 ×
+        // as much in the round trip after it, every later recovery telling them apart.
+        let ends_slow_start = began_episode && !std::mem::replace(&mut self.slow_start_over, true);
+        if !began_episode || ends_slow_start || !steady_before || rtt_us == 0 {
             return;
         }
         let before = self.between(start_us.saturating_sub(rtt_us), start_us);
@@ -87,7 +95,8 @@ impl Flight {
     /// Whether most recoveries timed — two in three — cut what the sender delivered. Over the
     /// emulator (the confusion matrix) a Reno sender under random loss cut after 78-100 % of
     /// those of a transfer; a capped line's queue drops, timed the same way, after 0-50 % (a
-    /// round trip's reads are noisy at 5 ms, and a 1 MiB result has one or two to time).
+    /// round trip's reads are noisy at 5 ms, and a 1 MiB result has one or two to time; the
+    /// pipe it keeps full tells it from loss besides).
     pub fn mostly_cut(&self) -> bool {
         self.timed > 0 && 3 * self.cut >= 2 * self.timed
     }
@@ -149,6 +158,14 @@ mod tests {
         now
     }
 
+    /// Ten segments a round trip, then the loss that ends slow start (not timed), then twenty
+    /// a round trip for six round trips; returns when those ended.
+    fn past_slow_start(f: &mut Flight) -> u64 {
+        let at = deliver(f, 0, 10, 6);
+        let end = recover(f, at, 10 * MSS);
+        deliver(f, end, 20, 6)
+    }
+
     /// A loss at `at_us` stalling the reads for a round trip and a half; returns when the
     /// hole filled (the reads resume there with what queued behind it).
     fn recover(f: &mut Flight, at_us: u64, queued: u64) -> u64 {
@@ -161,7 +178,7 @@ mod tests {
     #[test]
     fn a_window_halved_by_recovery_is_cut() {
         let mut f = Flight::default();
-        let at = deliver(&mut f, 0, 20, 6);
+        let at = past_slow_start(&mut f);
         let end = recover(&mut f, at, 10 * MSS);
         deliver(&mut f, end, 10, 3);
         assert_eq!((f.timed, f.cut), (1, 1));
@@ -171,7 +188,8 @@ mod tests {
     #[test]
     fn a_full_line_delivers_as_much_after_a_drop() {
         let mut f = Flight::default();
-        let mut at = deliver(&mut f, 0, 12, 6);
+        let start = past_slow_start(&mut f);
+        let mut at = deliver(&mut f, start, 12, 6);
         for _ in 0..3 {
             let end = recover(&mut f, at, 12 * MSS);
             at = deliver(&mut f, end, 12, 6);
@@ -183,7 +201,7 @@ mod tests {
     #[test]
     fn a_loss_soon_after_another_compares_nothing() {
         let mut f = Flight::default();
-        let at = deliver(&mut f, 0, 20, 6);
+        let at = past_slow_start(&mut f);
         let end = recover(&mut f, at, 10 * MSS);
         // The next loss half a round trip into the round trip after: neither is timed (the
         // first's round trip after never came, the second's before was a recovery's).
@@ -196,7 +214,7 @@ mod tests {
     #[test]
     fn a_later_hole_of_the_same_window_moves_the_round_trip_after_on() {
         let mut f = Flight::default();
-        let at = deliver(&mut f, 0, 20, 6);
+        let at = past_slow_start(&mut f);
         let end = recover(&mut f, at, 4 * MSS);
         // A second hole of the window under repair, filled half a round trip later.
         f.read(end + RTT, 4 * MSS, RTT);
@@ -208,7 +226,7 @@ mod tests {
     #[test]
     fn a_silence_in_the_round_trip_after_compares_nothing() {
         let mut f = Flight::default();
-        let at = deliver(&mut f, 0, 20, 6);
+        let at = past_slow_start(&mut f);
         let end = recover(&mut f, at, 10 * MSS);
         // Reads stop half-way into the round trip after, for two round trips: the next stall
         // (or a pause) is known only at the sample after the read that ends it.
@@ -220,11 +238,26 @@ mod tests {
     #[test]
     fn a_hold_off_in_the_round_trip_after_compares_nothing() {
         let mut f = Flight::default();
-        let at = deliver(&mut f, 0, 20, 6);
+        let at = past_slow_start(&mut f);
         let end = recover(&mut f, at, 10 * MSS);
         f.disturbed();
         deliver(&mut f, end, 10, 3);
         assert_eq!(f.timed, 0);
+    }
+
+    #[test]
+    fn the_recovery_that_ends_slow_start_is_not_timed() {
+        // Slow start's window doubled in the round trip its loss was found in: half of it is
+        // about what the round trip before the hole delivered.
+        let mut f = Flight::default();
+        let at = deliver(&mut f, 0, 20, 6);
+        let end = recover(&mut f, at, 10 * MSS);
+        deliver(&mut f, end, 10, 6);
+        assert_eq!(f.timed, 0, "the first recovery compares nothing, cut or not");
+        // The next one does.
+        let end = recover(&mut f, end + 6 * RTT, 10 * MSS);
+        deliver(&mut f, end, 5, 3);
+        assert_eq!((f.timed, f.cut), (1, 1));
     }
 
     #[test]

@@ -51,8 +51,8 @@ pub struct Loss {
     pub dsack_dups: u64,
     /// Reorderings of rttscope's segments the server's ACKs revealed (TCP_INFO `reord_seen`).
     pub reord_seen: u64,
-    /// Recovery episodes whose round trip before and round trip after were both timed
-    /// (steady, undisturbed), and of them those after which the sender delivered at most ¾ of
+    /// Recovery episodes after the first (which ends slow start) whose round trip before and
+    /// round trip after were both timed (steady, undisturbed), and of them those after which the sender delivered at most ¾ of
     /// the round trip before: a loss-based sender cutting its window, not a path that held it.
     #[serde(default)]
     pub recoveries_timed: u32,

@@ -596,8 +596,9 @@ impl TransferTracker {
         let (after_first_loss_us, idle_after_first_loss_us) = t.after_first_recovery(end_us);
         let pipe_emptied = idle_after_first_loss_us as f64 / after_first_loss_us as f64 >= LOSS_IDLE_SHARE;
         // Each recovery cut what the sender delivered: a loss-based window, not the path, set
-        // the pace, however its rate compares with the Mathis bound.
-        let cut_by_loss = events >= MIN_LOSS_EVENTS && t.flight.as_ref().is_some_and(Flight::mostly_cut);
+        // the pace, however its rate compares with the Mathis bound. (The first recovery is not
+        // timed: this takes two loss events or more, and says nothing of a rate.)
+        let cut_by_loss = t.flight.as_ref().is_some_and(Flight::mostly_cut);
         let loss_paced =
             pipe_emptied && (cut_by_loss || (!under_loss_bound && (loss_binds || (above_bound && frequent_loss))));
         let our_window_could_bind =
