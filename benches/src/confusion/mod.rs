@@ -29,8 +29,9 @@ use rttscope_integration_tests::wan::{Chance, Impairments, WanImpairments};
 pub const LINE_BPS: u64 = 100_000_000;
 /// The capped line of [`Cause::LinkRate`], bits per second.
 pub const CAPPED_BPS: u64 = 30_000_000;
-/// The slow reader's pace, timed from its first byte: 40 % of the line.
-pub const READER_BYTES_PER_SECOND: f64 = 5e6;
+/// The slow reader's pace, timed from its first byte: a quarter of the line, as the clamps
+/// are a quarter of its bandwidth-delay product.
+pub const READER_BYTES_PER_SECOND: f64 = LINE_BPS as f64 / 8.0 / 4.0;
 /// Characters in a result row (the wire adds a few bytes of header to each).
 const ROW_BYTES: u64 = 1_000;
 
@@ -47,7 +48,8 @@ pub enum Cause {
     LinkRate,
     /// The server sleeps between chunks of rows: `IF(seq % k = 0, SLEEP(s), 0)`.
     SlowServer,
-    /// The application reads the result at 5 MB/s, rttscope's socket to it buffering 64 KiB.
+    /// The application reads the result at a quarter of the line (3.1 MB/s), rttscope's socket
+    /// to it buffering 64 KiB.
     SlowClient,
 }
 
@@ -181,7 +183,21 @@ pub fn slow_server_sql(rtt_ms: u64, rows: u64) -> String {
 /// Linux's initial window, bytes: ten segments of 1448.
 const INITIAL_WINDOW: f64 = 14_480.0;
 /// Loss events a verdict needs to speak of a rate (`MIN_LOSS_EVENTS` in rttscope's `link`).
-const MIN_LOSS_EVENTS: f64 = 3.0;
+const MIN_LOSS_EVENTS: u32 = 3;
+/// A loss cell that draws fewer than [`MIN_LOSS_EVENTS`] losses more often than this cannot
+/// test its cause.
+const TOO_FEW_LOSSES: f64 = 0.1;
+
+/// The chance that a Poisson count of mean `expected` is under [`MIN_LOSS_EVENTS`].
+fn poisson_below_min_events(expected: f64) -> f64 {
+    let mut term = (-expected).exp();
+    let mut below = 0.0;
+    for k in 0..MIN_LOSS_EVENTS {
+        below += term;
+        term *= expected / f64::from(k + 1);
+    }
+    below
+}
 
 impl Cause {
     /// What the cause lets through per round trip at `rtt_ms`, bytes; `None` for a cause that
@@ -238,14 +254,20 @@ impl Cell {
     /// cause's pace, or in the one after, was held by slow start (no verdict names it): the
     /// cause could hold at most its last round trip (1 MiB at 80 ms is one bandwidth-delay
     /// product of the line, 7 round trips from ten segments, the pace of a clamped buffer, the
-    /// capped line or the reader reached in the 6th). Random loss expected to strike fewer
-    /// times than a verdict needs to speak of a rate cannot be told either.
+    /// capped line or the reader reached in the 6th). Random loss that strikes fewer times
+    /// than a verdict needs to speak of a rate cannot be told either: its count in a cell is
+    /// Poisson, and a cell that draws too few more than once in ten runs cannot test it (1 MiB
+    /// at 20 ms expects 3.6 losses, and draws under three in 30 % of runs).
     pub fn excluded(&self) -> Option<String> {
         let bytes = (rows_for(self.mib) * (ROW_BYTES + 4)) as f64;
         if self.cause == Cause::RandomLoss {
             let expected = bytes / 1448.0 * loss_rate(self.rtt_ms);
-            if expected < MIN_LOSS_EVENTS {
-                return Some(format!("{expected:.1} losses expected, fewer than {MIN_LOSS_EVENTS} loss events"));
+            let too_few = poisson_below_min_events(expected);
+            if too_few > TOO_FEW_LOSSES {
+                return Some(format!(
+                    "{expected:.1} losses expected, fewer than {MIN_LOSS_EVENTS} loss events in {:.0} % of runs",
+                    100.0 * too_few
+                ));
             }
         }
         let per_rtt = self.cause.bytes_per_rtt(self.rtt_ms)?;
