@@ -19,7 +19,7 @@ use super::whatif::{self, projections};
 use super::{
     Assessed, Detail, Driver, Emulated, Finding, FindingCounts, FindingKey, Kind, PatternScope, Severity, suggest,
 };
-use crate::record::{CommandRecord, Connected, Consumer, Event, IdentityChange};
+use crate::record::{CommandRecord, Connected, Consumer, Event, IdentityChange, IndexedMap};
 use crate::sync::locked;
 
 /// Most distinct findings kept; the cheapest go first.
@@ -39,8 +39,9 @@ pub struct FindingsEngine {
     reference_rtt_us: u64,
     detectors: Detectors,
     /// By connection: `user@client-host`, the client library when its attributes named
-    /// one we know, and both as a number (one look-up per command for all three).
-    applications: HashMap<u64, (Arc<str>, Option<Driver>, AppId)>,
+    /// one we know, and both as a number (one look-up per command for all three, mostly of
+    /// the connection the command before was on: indexed).
+    applications: IndexedMap<u64, (Arc<str>, Option<Driver>, AppId)>,
     /// The emulated link configured now (set by the consumer before each batch).
     emulated: Option<Emulated>,
     found: HashMap<FindingKey, Finding>,
@@ -76,7 +77,7 @@ impl FindingsEngine {
             config,
             reference_rtt_us,
             detectors,
-            applications: HashMap::default(),
+            applications: IndexedMap::default(),
             emulated: None,
             found: HashMap::default(),
             recent: VecDeque::new(),
@@ -148,7 +149,8 @@ impl FindingsEngine {
     }
 
     fn command(&mut self, r: &CommandRecord, ended: &mut Vec<Run>) {
-        let application = self.applications.get(&r.conn_id);
+        // Found mutably, so that the connection is tried first next time.
+        let application = self.applications.get_mut(&r.conn_id).map(|a| &*a);
         let ctx = Context {
             scope: r.trace.map_or(PatternScope::Connection(r.conn_id), PatternScope::Trace),
             application: application.map_or(&self.unnamed, |(app, _, _)| app),

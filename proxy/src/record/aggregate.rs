@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::latency::{Latency, LatencySummary};
 use super::{
-    CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, LargeResponses, PayloadSample,
-    WallUnion,
+    CommandMetrics, CommandRecord, Compressibility, Connected, Event, IdentityChange, IndexedMap, LargeResponses,
+    PayloadSample, WallUnion,
 };
 use crate::fingerprint::{FingerprintId, StatementKind};
 use crate::live::Legs;
@@ -300,11 +300,13 @@ pub struct Totals {
 #[derive(Clone, Debug)]
 pub struct Aggregates {
     max_fingerprints: usize,
-    queries: HashMap<FingerprintId, QueryStats>,
+    /// Indexed: each command looks up its statement and its connection, mostly the ones
+    /// the command before looked up.
+    queries: IndexedMap<FingerprintId, QueryStats>,
     other: QueryStats,
-    /// Boxed: a rolling window keeps a map per slot, and a table of boxes has less slack
-    /// than a table of the stats themselves.
-    connections: HashMap<u64, Box<ConnectionStats>>,
+    /// Boxed: a rolling window keeps a map per slot, and a vector of boxes has less slack
+    /// than a vector of the stats themselves.
+    connections: IndexedMap<u64, Box<ConnectionStats>>,
     closed: VecDeque<ConnectionStats>,
     /// The report's `totals`; its `busy_us` is filled in from `busy` by [`Aggregates::totals`].
     pub totals: Totals,
@@ -328,9 +330,9 @@ impl Aggregates {
     pub fn new(max_fingerprints: usize, since_us: u64) -> Aggregates {
         Aggregates {
             max_fingerprints: max_fingerprints.max(1),
-            queries: HashMap::default(),
+            queries: IndexedMap::default(),
             other: QueryStats::new(OTHER_FINGERPRINT, Arc::from("(other statements)"), StatementKind::Other, since_us),
-            connections: HashMap::default(),
+            connections: IndexedMap::default(),
             closed: VecDeque::new(),
             totals: Totals::default(),
             busy: WallUnion::default(),
@@ -433,12 +435,9 @@ impl Aggregates {
         t.large_responses.add(large_responses);
         t.unparsed += u64::from(r.unparsed);
         t.rows += r.rows;
-        let connection = match self.connections.entry(r.conn_id) {
-            std::collections::hash_map::Entry::Occupied(known) => Some(known.into_mut()),
-            std::collections::hash_map::Entry::Vacant(new) => {
-                directory.and_then(|d| d.get(&r.conn_id)).map(|template| new.insert(Box::new(template.clone())))
-            }
-        };
+        let connection = self.connections.get_or_try_insert_with(r.conn_id, || {
+            directory.and_then(|d| d.get(&r.conn_id)).map(|template| Box::new(template.clone()))
+        });
         if let Some(c) = connection {
             c.commands += 1;
             c.errors += u64::from(r.error.is_some());
@@ -459,8 +458,7 @@ impl Aggregates {
             self.rtt_us = r.rtt_us;
         }
         self.queries
-            .entry(r.fingerprint)
-            .or_insert_with(|| QueryStats::new(r.fingerprint, r.text.clone(), r.kind, r.request_us))
+            .get_or_insert_with(r.fingerprint, || QueryStats::new(r.fingerprint, r.text.clone(), r.kind, r.request_us))
             .add(r);
         if self.queries.len() >= 2 * self.max_fingerprints {
             self.fold();

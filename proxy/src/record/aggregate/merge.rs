@@ -89,7 +89,7 @@ impl Aggregates {
     /// Takes `c` as an open connection unless it is already known: a window slot learns of
     /// connections opened before it began this way, when they first act in it.
     pub fn adopt_connection(&mut self, c: &ConnectionStats) {
-        self.connections.entry(c.id).or_insert_with(|| Box::new(c.clone()));
+        self.connections.get_or_insert_with(c.id, || Box::new(c.clone()));
     }
 }
 
