@@ -14,6 +14,11 @@ pub struct BucketHistogram {
     count: u64,
     /// The bucket the last value fell in (see [`BucketHistogram::bucket_of`]).
     last: usize,
+    /// The values that bucket takes: above `last_above` (the bound before it, `-inf` for the
+    /// first), up to `last_bound` (its own). Kept beside it, so that a value in it is two
+    /// compares, without reading the bounds.
+    last_above: f64,
+    last_bound: f64,
 }
 
 impl BucketHistogram {
@@ -34,7 +39,19 @@ impl BucketHistogram {
 
     /// Empty, with upper bounds `bounds` (ascending; one of the `*_BUCKETS` constants).
     pub fn new(bounds: &'static [f64]) -> BucketHistogram {
-        BucketHistogram { bounds, counts: vec![0; bounds.len()], sum: 0.0, count: 0, last: 0 }
+        let mut empty = BucketHistogram {
+            bounds,
+            counts: vec![0; bounds.len()],
+            sum: 0.0,
+            count: 0,
+            last: 0,
+            last_above: f64::INFINITY,
+            last_bound: f64::NEG_INFINITY,
+        };
+        if !bounds.is_empty() {
+            empty.found(0);
+        }
+        empty
     }
 
     /// Adds `other`'s observations (same bounds: both are built from one constant).
@@ -57,16 +74,22 @@ impl BucketHistogram {
 
     /// The first bucket whose bound is at least `v`. The one found last is tried before the
     /// search: a statement's durations and sizes mostly fall in one bucket, and each command
-    /// observes several histograms.
+    /// observes several histograms. (A NaN is in none: no compare holds.)
+    #[inline(always)]
     fn bucket_of(&mut self, v: f64) -> Option<usize> {
-        let (bounds, last) = (self.bounds, self.last);
-        let below = |i: usize| bounds.get(i).is_some_and(|&b| v <= b);
-        if below(last) && (last == 0 || !below(last - 1)) {
-            return Some(last);
+        if v > self.last_above && v <= self.last_bound {
+            return Some(self.last);
         }
-        let i = bounds.iter().position(|&b| v <= b)?;
-        self.last = i;
+        let i = self.bounds.iter().position(|&b| v <= b)?;
+        self.found(i);
         Some(i)
+    }
+
+    /// Remembers bucket `i` (one of the bounds) as the one found last.
+    fn found(&mut self, i: usize) {
+        self.last = i;
+        self.last_above = i.checked_sub(1).map_or(f64::NEG_INFINITY, |before| self.bounds[before]);
+        self.last_bound = self.bounds[i];
     }
 }
 
@@ -173,7 +196,25 @@ mod tests {
     /// bound is at least it, as a search from the start would count it.
     #[test]
     fn the_last_bucket_found_changes_no_count() {
-        let values = [0.0003, 0.0003, 0.00005, 0.00004, 11.0, 0.0003, 10.0, 0.0001, 0.00011, f64::NAN, 0.0, 0.0002];
+        let values = [
+            0.0003,
+            0.0003,
+            0.00005,
+            0.00004,
+            11.0,
+            0.0003,
+            10.0,
+            0.0001,
+            0.00011,
+            f64::NAN,
+            0.0,
+            0.0002,
+            f64::NEG_INFINITY,
+            0.00005,
+            f64::INFINITY,
+            0.00025,
+            0.00026,
+        ];
         let mut h = BucketHistogram::new(SECONDS_BUCKETS);
         let mut expected = vec![0; SECONDS_BUCKETS.len()];
         for v in values {
