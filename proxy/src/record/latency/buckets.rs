@@ -63,11 +63,20 @@ impl Buckets {
     #[inline]
     pub fn record_n(&mut self, value: u64, n: u32) {
         let index = index_of(value);
-        if index >= self.counts.len() {
-            self.grow_to(index + 1);
+        // One bounds check: a bucket within the counts is the common case, and growing is
+        // out of line (the compiler cannot tell that the counts reach `index` after it).
+        match self.counts.get_mut(index) {
+            Some(count) => *count = count.saturating_add(n),
+            None => self.grow_and_count(index, n),
         }
-        self.counts[index] = self.counts[index].saturating_add(n);
         self.total = self.total.saturating_add(u64::from(n));
+    }
+
+    /// [`Buckets::record_n`] for a value past the counts: grows them to it, then counts it.
+    #[cold]
+    fn grow_and_count(&mut self, index: usize, n: u32) {
+        self.grow_to(index + 1);
+        self.counts[index] = n;
     }
 
     /// Adds every count of `other`.
