@@ -140,6 +140,80 @@ impl Episode {
     }
 }
 
+/// An episode's latest round trips, oldest first, as [`push_dense`] keeps them: at most
+/// `min_round_trips`, in a ring of that many made when the episode starts (it starts with
+/// that many) and let go when it ends. Once full, the newest takes the oldest's place. (A
+/// `VecDeque` paid for a push, a pop and their checks on every command of a long episode.)
+#[derive(Default)]
+struct Spans {
+    ring: Vec<Span>,
+    /// Where the oldest is.
+    head: usize,
+    len: usize,
+}
+
+impl Spans {
+    /// The place `n` after `at`, around the ring.
+    fn after(&self, at: usize, n: usize) -> usize {
+        let place = at + n;
+        if place >= self.ring.len() { place - self.ring.len() } else { place }
+    }
+
+    /// Adds a round trip after the others, in a ring of `capacity` made if there is none: the
+    /// oldest makes room if it is full. Inlined: every command of an episode comes here, and
+    /// as a call it cost more than its work.
+    #[inline(always)]
+    fn push_back(&mut self, span: Span, capacity: usize) {
+        if self.ring.is_empty() {
+            self.make(span, capacity);
+        }
+        if self.len == self.ring.len() {
+            self.ring[self.head] = span;
+            self.head = self.after(self.head, 1);
+        } else {
+            let at = self.after(self.head, self.len);
+            self.ring[at] = span;
+            self.len += 1;
+        }
+    }
+
+    /// The ring, as an episode starts.
+    #[cold]
+    fn make(&mut self, span: Span, capacity: usize) {
+        self.ring = vec![span; capacity.max(1)];
+    }
+
+    fn pop_front(&mut self) {
+        self.head = self.after(self.head, 1);
+        self.len -= 1;
+    }
+
+    fn front(&self) -> Option<&Span> {
+        (self.len > 0).then(|| &self.ring[self.head])
+    }
+
+    fn back(&self) -> Option<&Span> {
+        (self.len > 0).then(|| &self.ring[self.after(self.head, self.len - 1)])
+    }
+
+    /// Lets the ring go (the episode is over).
+    fn clear(&mut self) {
+        *self = Spans::default();
+    }
+
+    /// [`push_dense`] for an episode's spans: the same answer, the same spans kept.
+    fn push_dense(&mut self, newest: Span, min_round_trips: usize, window_us: u64) -> bool {
+        let newest_us = newest.last_byte_us;
+        // At most `min_round_trips`: a full ring's oldest goes.
+        self.push_back(newest, min_round_trips);
+        let outside = |span: &Span| newest_us.saturating_sub(span.request_us) > window_us;
+        while self.len > 1 && self.front().is_some_and(outside) {
+            self.pop_front();
+        }
+        self.len >= min_round_trips && self.front().is_some_and(|first| !outside(first))
+    }
+}
+
 #[derive(Default)]
 struct Window {
     /// The latest housekeeping round trips while no episode runs, at most
@@ -148,7 +222,7 @@ struct Window {
     /// kept its last 100 pings, 10 KiB, for nothing; now it keeps the last `window`'s.)
     recent: VecDeque<Seen>,
     /// The same while an episode runs, only their spans: empty otherwise.
-    spans: VecDeque<Span>,
+    spans: Spans,
     /// Round trips since the window began (or restarted after an episode), up to
     /// `min_round_trips`: what the window's length was before old ones were let go.
     since_start: usize,
@@ -334,7 +408,7 @@ impl Chatty {
         match &mut w.episode {
             Some(episode) => {
                 let span = Span::of(&step);
-                if push_dense(&mut w.spans, span, min_round_trips, window_us) || w.since_start < min_round_trips {
+                if w.spans.push_dense(span, min_round_trips, window_us) || w.since_start < min_round_trips {
                     episode.add(&step, r.fingerprint, &r.text, ctx);
                 } else {
                     // The latest round trips no longer fit in a window: the episode is over,
@@ -352,7 +426,7 @@ impl Chatty {
                     let mut started = Episode::new(run);
                     // Taken, not drained: the window's round trips are only spans from here on.
                     for s in std::mem::take(&mut w.recent) {
-                        w.spans.push_back(s.span());
+                        w.spans.push_back(s.span(), min_round_trips);
                         started.add(&s.step, s.fingerprint, &s.text, ctx);
                     }
                     w.episode = Some(started);
@@ -413,6 +487,29 @@ mod tests {
         assert_eq!(chatty.windows.len(), 1000);
         assert!(kept <= 1000 * 11, "{kept} round trips kept for 1,000 connections");
         assert!(capacity <= 1000 * 32, "room for {capacity} round trips kept for 1,000 connections");
+    }
+
+    /// An episode's ring keeps the spans, and answers, that `push_dense` over a deque does,
+    /// whatever the gaps and however small the bound.
+    #[test]
+    fn the_ring_of_spans_is_a_bounded_deque() {
+        let mut state = 5u64;
+        for min_round_trips in [1, 2, 3, 7, 100] {
+            let (mut ring, mut deque) = (Spans::default(), VecDeque::new());
+            let mut at = 0;
+            for _ in 0..5_000 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                at += [10, 1_000, 90_000, 2_000_000][(state >> 60) as usize % 4];
+                let span = Span { request_us: at, last_byte_us: at + (state >> 40) % 500 };
+                let dense = push_dense(&mut deque, span, min_round_trips, 1_000_000);
+                assert_eq!(ring.push_dense(span, min_round_trips, 1_000_000), dense);
+                let kept: Vec<u64> = (0..ring.len).map(|i| ring.ring[ring.after(ring.head, i)].request_us).collect();
+                assert_eq!(kept, deque.iter().map(|s| s.request_us).collect::<Vec<_>>());
+                assert_eq!(ring.back().map(|s| s.last_byte_us), deque.back().map(|s| s.last_byte_us));
+            }
+            ring.clear();
+            assert!(ring.front().is_none() && ring.ring.capacity() == 0);
+        }
     }
 
     /// Letting old round trips go changes no episode: one starts when 100 fall within 10 s,
