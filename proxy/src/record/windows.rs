@@ -181,11 +181,13 @@ impl Windows {
     /// `settled`.
     #[inline(always)]
     fn make_slot_for(&mut self, at_us: u64, settled: &mut Aggregates) {
-        let start = at_us - at_us % self.resolution_us;
-        if self.slots.back().is_some_and(|s| s.start_us >= start) {
+        // Before the newest slot's end, the slot `at_us` falls in starts no later than it
+        // (slots start at multiples of the resolution): without dividing, for most events.
+        let in_newest = |s: &Slot| at_us.checked_sub(s.start_us).is_none_or(|since| since < self.resolution_us);
+        if self.slots.back().is_some_and(in_newest) {
             return;
         }
-        self.new_slot(start, settled);
+        self.new_slot(at_us - at_us % self.resolution_us, settled);
     }
 
     /// Begins the slot starting at `start` ([`Windows::make_slot_for`]).
