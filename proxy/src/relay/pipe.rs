@@ -281,8 +281,10 @@ impl HalfPipe {
     /// no second turn just to arm it — a turn is most of what a round trip costs here.
     ///
     /// Inlined for the side that has nothing to do (half of the calls: the side that did
-    /// not wake the task); the read itself is out of line.
-    #[inline]
+    /// not wake the task); the read itself is out of line. Always: a plain `#[inline]` was
+    /// no longer taken (fat LTO), and every call paid a large function's prologue and
+    /// epilogue to learn that there was nothing to read.
+    #[inline(always)]
     pub fn poll_fill(
         &mut self,
         cx: &mut Context<'_>,
@@ -296,6 +298,7 @@ impl HalfPipe {
         self.fill(cx, from, may_read, moved)
     }
 
+    #[inline(never)]
     fn fill(
         &mut self,
         cx: &mut Context<'_>,
@@ -439,8 +442,8 @@ impl HalfPipe {
     /// had stopped it) is asked for by the pump's end-of-turn check, `wants_read`.
     ///
     /// Inlined for a pipe with nothing to write or flush (half of the calls); the write
-    /// itself is out of line.
-    #[inline]
+    /// itself is out of line. Always, as [`HalfPipe::poll_fill`].
+    #[inline(always)]
     pub fn poll_send(&mut self, cx: &mut Context<'_>, to: (&mut Leg, Peer)) -> Result<bool, RelayError> {
         if self.start == self.end && !self.unflushed && self.line.is_none() {
             self.peer_slow = false;
@@ -450,6 +453,7 @@ impl HalfPipe {
         self.send(cx, to)
     }
 
+    #[inline(never)]
     fn send(&mut self, cx: &mut Context<'_>, (to, to_peer): (&mut Leg, Peer)) -> Result<bool, RelayError> {
         let mut moved = false;
         let ready = self.ready(cx);
