@@ -7,28 +7,27 @@
 //! commands come one after another; a loop or a pool's health check repeats one statement).
 //! A hash look-up costs some 20 instructions a command each (callgrind,
 //! `scripts/bench.sh --only f`); a hit on the last entry is a compare. A reference to the
-//! last entry cannot be kept in a map that moves its entries, so they live in a vector,
-//! and the map holds where each one is.
+//! last entry cannot be kept in a map that moves its entries, so they live in a vector
+//! (`indexmap`'s), and the map holds where each one is.
 
 use std::hash::Hash;
 
-use rustc_hash::FxHashMap as HashMap;
+use indexmap::IndexMap;
+use rustc_hash::FxBuildHasher;
 
-/// Entries in a vector, found through a hash map of their places, the last one found or
-/// added tried first. Iteration order is the entries' (not the keys' hash order): callers
-/// that show entries sort them.
+/// Entries in a vector, found through a hash map of their places (`indexmap`), the last one
+/// found or added tried first. Iteration order is the entries' (not the keys' hash order):
+/// callers that show entries sort them.
 #[derive(Clone, Debug)]
 pub struct IndexedMap<K, V> {
-    /// Where each key's entry is in `entries`.
-    places: HashMap<K, usize>,
-    entries: Vec<(K, V)>,
+    entries: IndexMap<K, V, FxBuildHasher>,
     /// The place of the entry found or added last (may be past the end after a removal).
     last: usize,
 }
 
 impl<K, V> Default for IndexedMap<K, V> {
     fn default() -> Self {
-        IndexedMap { places: HashMap::default(), entries: Vec::new(), last: 0 }
+        IndexedMap { entries: IndexMap::default(), last: 0 }
     }
 }
 
@@ -36,16 +35,16 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
     /// Where `key`'s entry is: the last one's place if it is that key's, else the map's.
     #[inline(always)]
     fn place(&self, key: &K) -> Option<usize> {
-        match self.entries.get(self.last) {
+        match self.entries.get_index(self.last) {
             Some((last, _)) if last == key => Some(self.last),
-            _ => self.places.get(key).copied(),
+            _ => self.entries.get_index_of(key),
         }
     }
 
     /// The value of `key`, if any.
     #[inline(always)]
     pub fn get(&self, key: &K) -> Option<&V> {
-        self.place(key).map(|i| &self.entries[i].1)
+        self.place(key).and_then(|i| self.entries.get_index(i)).map(|(_, v)| v)
     }
 
     /// The value of `key` to change, if any; tried first next time.
@@ -53,7 +52,7 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         let i = self.place(key)?;
         self.last = i;
-        Some(&mut self.entries[i].1)
+        self.entries.get_index_mut(i).map(|(_, v)| v)
     }
 
     /// Whether `key` has a value.
@@ -64,7 +63,12 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
     /// The value of `key`, made by `make` if there was none.
     #[inline(always)]
     pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
-        self.get_or_try_insert_with(key, || Some(make())).unwrap_or_else(|| unreachable!("made above"))
+        let i = match self.place(&key) {
+            Some(i) => i,
+            None => self.push(key, make()),
+        };
+        self.last = i;
+        &mut self.entries[i]
     }
 
     /// The value of `key`, made by `make` if there was none and it makes one.
@@ -75,40 +79,25 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
             None => self.push(key, make()?),
         };
         self.last = i;
-        Some(&mut self.entries[i].1)
+        self.entries.get_index_mut(i).map(|(_, v)| v)
     }
 
     /// Sets `key`'s value, returning the one it replaces.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        match self.place(&key) {
-            Some(i) => {
-                self.last = i;
-                Some(std::mem::replace(&mut self.entries[i].1, value))
-            }
-            None => {
-                self.last = self.push(key, value);
-                None
-            }
-        }
+        let (i, replaced) = self.entries.insert_full(key, value);
+        self.last = i;
+        replaced
     }
 
     /// Adds an entry for a key that has none: its place.
     #[inline(never)]
     fn push(&mut self, key: K, value: V) -> usize {
-        let i = self.entries.len();
-        self.places.insert(key, i);
-        self.entries.push((key, value));
-        i
+        self.entries.insert_full(key, value).0
     }
 
-    /// Takes `key`'s value out. The last entry takes its place in the vector.
+    /// Takes `key`'s value out. The last entry takes its place.
     pub fn remove(&mut self, key: &K) -> Option<V> {
-        let i = self.places.remove(key)?;
-        let (_, value) = self.entries.swap_remove(i);
-        if let Some((moved, _)) = self.entries.get(i) {
-            self.places.insert(*moved, i);
-        }
-        Some(value)
+        self.entries.swap_remove(key)
     }
 
     /// Entries.
@@ -123,22 +112,21 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
 
     /// Keys, in the entries' order.
     pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.entries.iter().map(|(k, _)| k)
+        self.entries.keys()
     }
 
     /// Values, in the entries' order.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.entries.iter().map(|(_, v)| v)
+        self.entries.values()
     }
 
     /// Values to change, in the entries' order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.entries.iter_mut().map(|(_, v)| v)
+        self.entries.values_mut()
     }
 
     /// Takes every entry out.
     pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
-        self.places.clear();
         self.entries.drain(..)
     }
 }
@@ -146,6 +134,7 @@ impl<K: Copy + Eq + Hash, V> IndexedMap<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustc_hash::FxHashMap as HashMap;
 
     /// Whatever was found last, every look-up answers as a plain hash map would, through
     /// insertions, replacements and removals (the last entry moving into a removed one's place).
