@@ -93,10 +93,10 @@ impl Flight {
     }
 
     /// Whether most recoveries timed — two in three — cut what the sender delivered. Over the
-    /// emulator (the confusion matrix) a Reno sender under random loss cut after 78-100 % of
-    /// those of a transfer; a capped line's queue drops, timed the same way, after 0-50 % (a
-    /// round trip's reads are noisy at 5 ms, and a 1 MiB result has one or two to time; the
-    /// pipe it keeps full tells it from loss besides).
+    /// emulator (the confusion matrix) a Reno sender under random loss cut after 93-100 % of
+    /// those of a transfer; a capped line's queue drops, timed the same way, after 0-5 % where
+    /// more than two were timed (a 1 MiB result has one or two to time, and one alone can be
+    /// cut: the pipe the capped line keeps full tells it from loss besides).
     pub fn mostly_cut(&self) -> bool {
         self.timed > 0 && 3 * self.cut >= 2 * self.timed
     }
