@@ -30,10 +30,10 @@ async fn cli(mut cmd: Command) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().expect("run the mariadb CLI")).await.unwrap()
 }
 
-/// The server's `Threads_connected`, read on `observer` (a direct connection).
 /// Server connections rttscope has cut that the server may still count when sampled.
 const CLOSING: u64 = 4;
 
+/// The server's `Threads_connected`, read on `observer` (a direct connection).
 async fn server_connections(observer: &mut Conn) -> u64 {
     let row: Option<(String, u64)> = observer.query_first("SHOW GLOBAL STATUS LIKE 'Threads_connected'").await.unwrap();
     row.expect("Threads_connected").1

@@ -42,12 +42,12 @@ const MARKERS: [(&str, &str, u64); 15] = [
     ("dump", "LEAKDUMP", 1),
 ];
 
-/// What every generated secret starts with (`sql_mode_secrets.py`): a word, as a secret read
-/// as a name would show, and the digits of hex, bit and decimal literals.
 /// Both tests set the server's global `sql_mode` for a new session, then put it back: one at a
 /// time, or one's new session takes the other's mode.
 static GLOBAL_SQL_MODE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What every generated secret starts with (`sql_mode_secrets.py`): a word, as a secret read
+/// as a name would show, and the digits of hex, bit and decimal literals.
 const SECRET_PREFIXES: [&str; 4] = ["qzvsecret", "f00dfacecafe", "1011001110001111", "7130291577"];
 
 fn admin(proxy: &ProxyProcess, path: &str) -> String {
