@@ -37,6 +37,11 @@
 //!   `/proc/loadavg`'s runnable threads at most once a millisecond per thread, every 8 ms
 //!   while crowded ([`SAMPLE_EVERY_CROWDED`]) ([`Gauge`]). This is what keeps
 //!   many-connection throughput where it was without polling.
+//! - It pays for itself or stays off ([`payoff`]): the thread measures, on its own traffic,
+//!   whether polling for the next command and an answer's first byte shortens the
+//!   application's cycle — it does for a client waiting on each answer to send the next, not
+//!   for one keeping its own pace or talking to a server milliseconds away — and polls for them
+//!   only where it does.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window. And a thread that parks because a
 //!   write found its socket full does not poll at all: its peer, perhaps the application on
@@ -62,9 +67,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+mod payoff;
+
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Registry, Token};
 use tokio::runtime::RuntimeMetrics;
+
+use payoff::Payoff;
 
 /// Events taken per look: any one ends the poll, but each socket that had room again must
 /// go back to being watched for data only.
@@ -99,13 +108,21 @@ pub struct IdlePollStats {
     pub missed: AtomicU64,
     /// Idle moments not polled because work was waiting for a CPU (the machine crowded).
     pub crowded: AtomicU64,
+    /// Idle moments not polled because polling did not speed the application up ([`payoff`]),
+    /// or while that was being measured.
+    pub unpaid: AtomicU64,
 }
 
 impl IdlePollStats {
     /// `(outcome, count)` as `rttscope_idle_polls_total` labels them.
-    pub fn outcomes(&self) -> [(&'static str, u64); 3] {
+    pub fn outcomes(&self) -> [(&'static str, u64); 4] {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        [("caught", load(&self.caught)), ("missed", load(&self.missed)), ("crowded", load(&self.crowded))]
+        [
+            ("caught", load(&self.caught)),
+            ("missed", load(&self.missed)),
+            ("crowded", load(&self.crowded)),
+            ("unpaid", load(&self.unpaid)),
+        ]
     }
 }
 
@@ -296,6 +313,11 @@ struct Poller {
     /// What the current idle moment waits for (set before parking, read after).
     awaited: Awaited,
     crowding: Crowding,
+    /// Whether polling for the next command and an answer's first byte pays.
+    payoff: Payoff,
+    /// When the thread last went idle waiting for a command: where the application's current
+    /// cycle began.
+    cycle_since: Option<Instant>,
     gauge: Gauge,
     sampled: Option<Instant>,
     /// When the current idle moment began (set before parking, read after).
@@ -309,6 +331,7 @@ struct Poller {
     polled: Duration,
     caught: u64,
     crowded: u64,
+    unpaid: u64,
 }
 
 thread_local! {
@@ -365,6 +388,8 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
         rest: Window::new(longest),
         awaited: Awaited::Command,
         crowding: Crowding::new(cpus),
+        payoff: Payoff::default(),
+        cycle_since: None,
         gauge: Gauge::open(),
         sampled: None,
         idle_since: None,
@@ -373,6 +398,7 @@ pub(super) fn install(longest: Duration, runtime: RuntimeMetrics, stats: Arc<sup
         polled: Duration::ZERO,
         caught: 0,
         crowded: 0,
+        unpaid: 0,
     };
     POLLER.with(|p| *p.borrow_mut() = Some(poller));
 }
@@ -464,10 +490,18 @@ impl Poller {
             self.gauge.sample(start, &mut self.crowding);
             self.publish();
         }
-        self.awaited = AWAITED.with(Cell::get);
+        let was = std::mem::replace(&mut self.awaited, AWAITED.with(Cell::get));
+        if self.awaited == Awaited::Command && was != Awaited::Command {
+            self.cycle_began(start);
+        }
         let window = self.window();
         if self.write_waited.replace(false) || window.is_zero() {
             // About to sleep: the shared counters cost nothing now.
+            self.publish();
+            return;
+        }
+        if self.awaited != Awaited::Rest && !self.payoff.polls() {
+            self.unpaid += 1;
             self.publish();
             return;
         }
@@ -483,6 +517,13 @@ impl Poller {
             // About to sleep anyway: the shared counters cost nothing now.
             self.stats.idle_poll.missed.fetch_add(1, Ordering::Relaxed);
             self.publish();
+        }
+    }
+
+    /// A new application cycle begins at `at`: the one before ends.
+    fn cycle_began(&mut self, at: Instant) {
+        if let Some(since) = self.cycle_since.replace(at) {
+            self.payoff.cycled(at.duration_since(since));
         }
     }
 
@@ -556,12 +597,13 @@ impl Poller {
             (&self.stats.idle_poll.polled_ns, nanos),
             (&self.stats.idle_poll.caught, self.caught),
             (&self.stats.idle_poll.crowded, self.crowded),
+            (&self.stats.idle_poll.unpaid, self.unpaid),
         ] {
             if n > 0 {
                 counter.fetch_add(n, Ordering::Relaxed);
             }
         }
-        (self.polled, self.caught, self.crowded) = (Duration::ZERO, 0, 0);
+        (self.polled, self.caught, self.crowded, self.unpaid) = (Duration::ZERO, 0, 0, 0);
     }
 }
 
@@ -818,6 +860,7 @@ mod tests {
             let p = p.as_mut().unwrap();
             p.client.idled(10 * US); // the window open
             p.crowding = Crowding::new(u32::MAX); // not crowded now
+            p.payoff = Payoff::paying();
             // And no sample in this test, whatever else runs meanwhile.
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));
         });
@@ -835,6 +878,31 @@ mod tests {
         assert_eq!(polls(), 1, "the park right after a write found its socket full polled");
         before_park();
         assert_eq!(polls(), 2, "the next park, with no write waiting, polls again");
+    }
+
+    #[test]
+    fn where_polling_does_not_pay_only_the_rest_of_an_answer_is_polled_for() {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let stats = Arc::new(super::super::RelayStats::default());
+        install(Duration::from_millis(1), runtime.metrics(), stats.clone());
+        POLLER.with(|p| {
+            let mut p = p.borrow_mut();
+            let p = p.as_mut().unwrap();
+            for window in [&mut p.client, &mut p.answer, &mut p.rest] {
+                window.idled(10 * US); // open
+            }
+            p.crowding = Crowding::new(u32::MAX);
+            p.sampled = Some(Instant::now() + Duration::from_secs(3600));
+            // Unmeasured yet: the first block of cycles is measured unpolled.
+            p.payoff = Payoff::default();
+        });
+        let counts =
+            || (stats.idle_poll.missed.load(Ordering::Relaxed), stats.idle_poll.unpaid.load(Ordering::Relaxed));
+        for (awaited, expected) in [(Awaited::Command, (0, 1)), (Awaited::Answer, (0, 2)), (Awaited::Rest, (1, 2))] {
+            awaiting(awaited);
+            before_park();
+            assert_eq!(counts(), expected, "{awaited:?}: (polled, unpaid)");
+        }
     }
 
     #[test]
