@@ -321,12 +321,25 @@ impl Fingerprinter {
 pub fn sql_mode_after(sql: &[u8], before: SqlModes) -> Option<SqlModes> {
     // Every statement that may change the mode names `sql_mode` or is an `EXECUTE`: most
     // texts are passed over with one scan, without a lexer.
-    let names = |word: &[u8]| sql.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word));
-    if !names(b"sql_mode") && !names(b"execute") {
+    if !names_sql_mode_or_execute(sql) {
         return None;
     }
     let outcome = readings::read_all(sql, before, None);
     outcome.changes.then_some(outcome.after)
+}
+
+/// Whether `sql` holds `sql_mode` or `execute`, in any case. Why by their second letters: `q`
+/// and `x` are rare in SQL, so a text is passed over at a few instructions a byte, where
+/// comparing both words at every offset took about 18 (740 for a point select's 40 bytes, on
+/// every text a connection's cache had not seen).
+fn names_sql_mode_or_execute(sql: &[u8]) -> bool {
+    let holds_at =
+        |start: usize, word: &[u8]| sql.get(start..start + word.len()).is_some_and(|w| w.eq_ignore_ascii_case(word));
+    sql.iter().enumerate().skip(1).any(|(i, &b)| match b | 0x20 {
+        b'q' => holds_at(i - 1, b"sql_mode"),
+        b'x' => holds_at(i - 1, b"execute"),
+        _ => false,
+    })
 }
 
 /// The names (words, backticked names) in `sql` read under `mode` alone by `server`: for fuzz

@@ -371,3 +371,28 @@ fn a_traceparent_value_alone() {
     assert_eq!(super::traceparent(b"00-00000000000000000000000000000000-b7ad6b7169203331-01"), None);
     assert_eq!(super::traceparent(b"not a traceparent"), None);
 }
+
+#[test]
+fn the_mode_scan_finds_either_word_wherever_it_is() {
+    // What the scan must answer: either word at any offset, in any case.
+    let reference = |sql: &[u8]| {
+        [&b"sql_mode"[..], b"execute"].iter().any(|word| sql.windows(word.len()).any(|w| w.eq_ignore_ascii_case(word)))
+    };
+    let texts: [&[u8]; 12] = [
+        b"SET SQL_MODE='ANSI_QUOTES'",
+        b"set @@session.sql_mode = ''",
+        b"EXECUTE stmt USING @a",
+        b"execute",
+        b"sql_mode",
+        b"SELECT c FROM sbtest WHERE id = 4242",
+        b"SELECT 'sqlmode', x FROM t",
+        b"SELECT executed FROM jobs",
+        b"sql_mod",
+        b"xecute",
+        b"q",
+        b"",
+    ];
+    for sql in texts {
+        assert_eq!(super::names_sql_mode_or_execute(sql), reference(sql), "{:?}", String::from_utf8_lossy(sql));
+    }
+}
