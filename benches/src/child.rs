@@ -286,13 +286,14 @@ impl ProxyChild {
             caught: count("caught"),
             missed: count("missed"),
             crowded: count("crowded"),
+            unpaid: count("unpaid"),
         }))
     }
 }
 
 /// rttscope's `relay.idle_poll` counters: seconds spent polling, and how the idle moments
-/// with the window open went (a poll caught work, a poll ran out and the thread slept, or
-/// the machine was too busy to poll).
+/// with the window open went (a poll caught work, a poll ran out and the thread slept, the
+/// machine was too busy to poll, or polling did not shorten the application's cycle).
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct IdlePoll {
     pub seconds: f64,
@@ -301,6 +302,7 @@ pub struct IdlePoll {
     pub caught: u64,
     pub missed: u64,
     pub crowded: u64,
+    pub unpaid: u64,
 }
 
 impl IdlePoll {
@@ -312,6 +314,7 @@ impl IdlePoll {
             caught: self.caught.saturating_sub(before.caught),
             missed: self.missed.saturating_sub(before.missed),
             crowded: self.crowded.saturating_sub(before.crowded),
+            unpaid: self.unpaid.saturating_sub(before.unpaid),
         }
     }
 }
@@ -325,6 +328,7 @@ impl std::ops::Add for IdlePoll {
             caught: self.caught + other.caught,
             missed: self.missed + other.missed,
             crowded: self.crowded + other.crowded,
+            unpaid: self.unpaid + other.unpaid,
         }
     }
 }

@@ -16,7 +16,7 @@ use mysql_async::{Conn, OptsBuilder};
 use rttscope_integration_tests::mariadb::{NATIVE, TestDb};
 use serde::Serialize;
 
-use crate::child::{Endpoint, Programs, ProxyChild, resolve_binary};
+use crate::child::{Endpoint, IdlePoll, Programs, ProxyChild, resolve_binary};
 use crate::scenario::{self, Scenario};
 use crate::workload::fixtures::{self, TABLE};
 use crate::workload::point;
@@ -102,6 +102,8 @@ pub struct Row {
     pub case: Case,
     pub rttscope: Measured,
     pub haproxy: Measured,
+    /// What rttscope's polling before sleeping did over its turns (`relay.idle_poll`).
+    pub idle_poll: IdlePoll,
 }
 
 /// The run's results and the conditions they were measured in.
@@ -139,16 +141,21 @@ pub fn run(cases: &[Case], scenario: &str) -> Result<Outcome> {
         for case in cases.iter().filter(|c| c.far == is_far) {
             eprintln!("cpu: {}", case.name());
             let mut measured = [Measured::default(); 2];
+            let mut idle_poll = IdlePoll::default();
             for round in 0..ROUNDS {
                 let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
                 for i in order {
                     let proxy = [&rttscope, &haproxy][i];
                     let opts = proxy.endpoint().opts(db);
+                    let before = runtime.block_on(proxy.idle_poll())?;
                     let (queries, elapsed, cpu) = turn(&runtime, opts, case, &|| proxy.cpu_time())?;
                     measured[i].add(queries, elapsed, cpu);
+                    if let (Some(before), Some(after)) = (before, runtime.block_on(proxy.idle_poll())?) {
+                        idle_poll = idle_poll + after.since(before);
+                    }
                 }
             }
-            rows.push(Row { case: *case, rttscope: measured[0], haproxy: measured[1] });
+            rows.push(Row { case: *case, rttscope: measured[0], haproxy: measured[1], idle_poll });
         }
     }
     Ok(Outcome { scenario: scenario.to_owned(), rows, load_before, load_after: matrix::load_average() })
@@ -222,6 +229,7 @@ pub fn markdown(outcome: &Outcome) -> String {
             row.haproxy.per_second()
         ));
     }
+    out.push_str(&idle_poll_table(outcome));
     let load = |l: Option<f64>| l.map_or_else(|| "?".to_owned(), |l| format!("{l:.2}"));
     out.push_str(&format!(
         "\nrttscope as scenario `{}`. Load average {} before, {} after.\n",
@@ -229,5 +237,29 @@ pub fn markdown(outcome: &Outcome) -> String {
         load(outcome.load_before),
         load(outcome.load_after)
     ));
+    out
+}
+
+/// rttscope's polling before sleeping per case (`relay.idle_poll`): what it cost a query, and
+/// how the idle moments with a window open went. Counts reach `/metrics` when a connection
+/// thread next sleeps, so a turn's last few may fall in the next turn.
+fn idle_poll_table(outcome: &Outcome) -> String {
+    let mut out = String::from(
+        "\nrttscope's polling before sleeping, over its turns (idle moments with a window open):\n\n\
+         | case | polling per query | caught | ran out | crowded | unpaid |\n\
+         |---|---:|---:|---:|---:|---:|\n",
+    );
+    for row in &outcome.rows {
+        let p = row.idle_poll;
+        out.push_str(&format!(
+            "| {} | {:.1} µs | {} | {} | {} | {} |\n",
+            row.case.name(),
+            1e6 * p.seconds / row.rttscope.queries.max(1) as f64,
+            p.caught,
+            p.missed,
+            p.crowded,
+            p.unpaid
+        ));
+    }
     out
 }

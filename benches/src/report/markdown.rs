@@ -293,13 +293,13 @@ impl Report {
         let mut notes = Vec::new();
         for side in &self.sides {
             let Some(polled) = side.point_idle_poll() else { continue };
-            let moments = polled.caught + polled.missed + polled.crowded;
+            let moments = polled.caught + polled.missed + polled.crowded + polled.unpaid;
             if moments == 0 || polled.cpu_seconds <= 0.0 {
                 continue;
             }
             let share = |n: u64| n as f64 / moments as f64 * 100.0;
             notes.push(format!(
-                "{} polled before sleeping for {:.2} s of its {:.2} s CPU over b's runs, warm-ups included ({:.0} %); of {} idle moments with the window open a poll caught work in {:.0} %, ran out in {:.0} %, and {:.0} % were not polled (work was waiting for a CPU).",
+                "{} polled before sleeping for {:.2} s of its {:.2} s CPU over b's runs, warm-ups included ({:.0} %); of {} idle moments with the window open a poll caught work in {:.0} %, ran out in {:.0} %, {:.0} % were not polled because work was waiting for a CPU, {:.0} % because polling did not pay.",
                 side.name,
                 polled.seconds,
                 polled.cpu_seconds,
@@ -308,6 +308,7 @@ impl Report {
                 share(polled.caught),
                 share(polled.missed),
                 share(polled.crowded),
+                share(polled.unpaid),
             ));
         }
         notes
