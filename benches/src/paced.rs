@@ -241,11 +241,12 @@ pub fn markdown(outcome: &Outcome) -> String {
 }
 
 /// rttscope's polling before sleeping per case (`relay.idle_poll`): what it cost a query, and
-/// how the idle moments with a window open went. Counts reach `/metrics` when a connection
-/// thread next sleeps, so a turn's last few may fall in the next turn.
+/// how the idle moments with a window open went, over whole turns: the CPU figures leave the
+/// warm-up out, these cannot (per query, over the measured queries). Counts reach `/metrics`
+/// when a connection thread next sleeps, so a turn's last few may fall in the next turn.
 fn idle_poll_table(outcome: &Outcome) -> String {
     let mut out = String::from(
-        "\nrttscope's polling before sleeping, over its turns (idle moments with a window open):\n\n\
+        "\nrttscope's polling before sleeping over its turns, warm-ups included (idle moments with a window open):\n\n\
          | case | polling per query | caught | ran out | crowded | unpaid |\n\
          |---|---:|---:|---:|---:|---:|\n",
     );

@@ -264,7 +264,7 @@ async fn polling_that_does_not_speed_the_application_up_stops() {
     let far = proxy_to(TestDb::shared().upstream_addr(), |c| c.inject.rtt = HumanDuration::from_millis(2));
     let proxy = proxy_to(far.addr(), |c| c.relay.idle_poll = HumanDuration::from_millis(1));
     let mut conn = connect(&proxy).await;
-    const QUERIES: usize = 500;
+    const QUERIES: usize = 600;
     for _ in 0..QUERIES {
         conn.query_drop("DO 1").await.unwrap();
     }
@@ -279,8 +279,9 @@ async fn polling_that_does_not_speed_the_application_up_stops() {
     };
     conn.disconnect().await.unwrap();
     let polled = outcomes["caught"] + outcomes["missed"];
-    // The measurement polls one block of 32 cycles; the rest is not polled.
-    assert!(polled <= (QUERIES / 8) as f64, "{QUERIES} queries 2 ms away: {outcomes:?}");
+    // The measurement polls two blocks of 32 cycles (and the login's exchanges may be polled
+    // for); the rest is not polled.
+    assert!(polled <= 80.0, "{QUERIES} queries 2 ms away: {outcomes:?}");
     assert!(outcomes["unpaid"] >= (QUERIES / 2) as f64, "{QUERIES} queries 2 ms away: {outcomes:?}");
 }
 

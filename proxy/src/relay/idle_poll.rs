@@ -860,7 +860,7 @@ mod tests {
             let p = p.as_mut().unwrap();
             p.client.idled(10 * US); // the window open
             p.crowding = Crowding::new(u32::MAX); // not crowded now
-            p.payoff = Payoff::paying();
+            p.payoff = Payoff::settled(true);
             // And no sample in this test, whatever else runs meanwhile.
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));
         });
@@ -893,8 +893,7 @@ mod tests {
             }
             p.crowding = Crowding::new(u32::MAX);
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));
-            // Unmeasured yet: the first block of cycles is measured unpolled.
-            p.payoff = Payoff::default();
+            p.payoff = Payoff::settled(false);
         });
         let counts =
             || (stats.idle_poll.missed.load(Ordering::Relaxed), stats.idle_poll.unpaid.load(Ordering::Relaxed));
