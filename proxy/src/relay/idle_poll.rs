@@ -849,21 +849,31 @@ mod tests {
         assert!(poll_once(Duration::from_millis(20)), "data to read did not end the poll");
     }
 
-    #[test]
-    fn a_park_with_a_write_waiting_does_not_poll() {
-        use std::os::fd::AsRawFd;
+    /// Installs this thread's poller with every window open, the machine free, no sample due
+    /// whatever else runs meanwhile, and a standing verdict that polling `pays` or not; returns
+    /// the runtime it watches (keep it) and its counters.
+    fn ready_to_poll(pays: bool) -> (tokio::runtime::Runtime, Arc<super::super::RelayStats>) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         let stats = Arc::new(super::super::RelayStats::default());
         install(Duration::from_millis(1), runtime.metrics(), stats.clone());
         POLLER.with(|p| {
             let mut p = p.borrow_mut();
             let p = p.as_mut().unwrap();
-            p.client.idled(10 * US); // the window open
-            p.crowding = Crowding::new(u32::MAX); // not crowded now
-            p.payoff = Payoff::settled(true);
-            // And no sample in this test, whatever else runs meanwhile.
+            for window in [&mut p.client, &mut p.answer, &mut p.rest] {
+                window.idled(10 * US);
+            }
+            p.crowding = Crowding::new(u32::MAX);
             p.sampled = Some(Instant::now() + Duration::from_secs(3600));
+            p.payoff = Payoff::settled(pays);
         });
+        (runtime, stats)
+    }
+
+    #[test]
+    fn a_park_with_a_write_waiting_does_not_poll() {
+        use std::os::fd::AsRawFd;
+        let (_runtime, stats) = ready_to_poll(true);
+        awaiting(Awaited::Command);
         // Nothing ever comes, so every poll runs out: `missed` counts the polls.
         let polls = || stats.idle_poll.missed.load(Ordering::Relaxed);
         let (ours, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
@@ -882,19 +892,7 @@ mod tests {
 
     #[test]
     fn where_polling_does_not_pay_only_the_rest_of_an_answer_is_polled_for() {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let stats = Arc::new(super::super::RelayStats::default());
-        install(Duration::from_millis(1), runtime.metrics(), stats.clone());
-        POLLER.with(|p| {
-            let mut p = p.borrow_mut();
-            let p = p.as_mut().unwrap();
-            for window in [&mut p.client, &mut p.answer, &mut p.rest] {
-                window.idled(10 * US); // open
-            }
-            p.crowding = Crowding::new(u32::MAX);
-            p.sampled = Some(Instant::now() + Duration::from_secs(3600));
-            p.payoff = Payoff::settled(false);
-        });
+        let (_runtime, stats) = ready_to_poll(false);
         let counts =
             || (stats.idle_poll.missed.load(Ordering::Relaxed), stats.idle_poll.unpaid.load(Ordering::Relaxed));
         for (awaited, expected) in [(Awaited::Command, (0, 1)), (Awaited::Answer, (0, 2)), (Awaited::Rest, (1, 2))] {
