@@ -18,9 +18,10 @@
 //! serving several connections at once (whose cycles interleave) passes for a gain. Polled
 //! first: a client keeping a schedule (due times, as a paced load generator does) that fell
 //! behind while unpolled catches up at once, back to back, and a polled block after an
-//! unpolled one measures that catching up, not its pace; the first polled block does not. What is measured is the polling
-//! for the next command and for an answer's first byte; the rest of an answer under way is
-//! polled whatever this says (the link probe needs a result read as it streams).
+//! unpolled one measures that catching up, not its pace; the first polled block does not.
+//! What is measured is the polling for the next command and for an answer's first byte; the
+//! rest of an answer under way is polled whatever this says (the link probe needs a result
+//! read as it streams).
 
 use std::time::Duration;
 
