@@ -79,9 +79,13 @@ struct Shared {
     queue: ArrayQueue<Event>,
     /// The collector, when it waits for events.
     collector: AtomicWaker,
-    /// The collector, when it lets events gather ([`EventReceiver::gather`]): woken only by
-    /// the last sender's going, so that sends do not wake it.
+    /// The collector, when it lets events gather ([`EventReceiver::gather`]): woken by the
+    /// last sender's going, and by a send that leaves the queue [`Shared::filling`] — not by
+    /// every send, or it would not gather.
     gathering: AtomicWaker,
+    /// A quarter of the queue: a gathering collector is woken once this many are queued, so
+    /// that however long it gathers, a burst does not fill the queue and lose events.
+    filling: usize,
     /// Live senders: once the last is gone, the collector takes what is left and ends.
     senders: AtomicUsize,
     dropped: Arc<AtomicU64>,
@@ -94,6 +98,7 @@ impl EventSink {
             queue: ArrayQueue::new(capacity.max(1)),
             collector: AtomicWaker::new(),
             gathering: AtomicWaker::new(),
+            filling: (capacity / 4).max(1),
             senders: AtomicUsize::new(1),
             dropped: Arc::default(),
         });
@@ -103,7 +108,12 @@ impl EventSink {
     /// Queues `event`, or counts it as dropped when the queue is full: never waits.
     pub fn send(&self, event: Event) {
         match self.shared.queue.push(event) {
-            Ok(()) => self.shared.collector.wake(),
+            Ok(()) => {
+                self.shared.collector.wake();
+                if self.shared.queue.len() >= self.shared.filling {
+                    self.shared.gathering.wake();
+                }
+            }
             Err(_) => {
                 self.shared.dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -159,7 +169,8 @@ impl EventReceiver {
     }
 
     /// Lets events gather for `interval`, or until the last sender goes (so that the final
-    /// report waits for no interval): sends do not end it.
+    /// report waits for no interval): sends do not end it, unless they leave the queue a
+    /// quarter full.
     pub async fn gather(&self, interval: std::time::Duration) {
         let mut sleep = std::pin::pin!(tokio::time::sleep(interval));
         std::future::poll_fn(|cx| {
@@ -167,7 +178,7 @@ impl EventReceiver {
                 return Poll::Ready(());
             }
             self.shared.gathering.register(cx.waker());
-            if self.shared.senders.load(Ordering::Acquire) == 0 {
+            if self.shared.senders.load(Ordering::Acquire) == 0 || self.shared.queue.len() >= self.shared.filling {
                 return Poll::Ready(());
             }
             Poll::Pending
@@ -262,8 +273,24 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_queue_a_quarter_full_ends_the_gathering() {
+        let (sink, rx) = EventSink::channel(8);
+        let start = tokio::time::Instant::now();
+        let sender = tokio::spawn(async move {
+            for _ in 0..2 {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                sink.send(Event::Closed { conn_id: 1, at_us: 0 });
+            }
+            sink
+        });
+        rx.gather(std::time::Duration::from_secs(60)).await;
+        assert_eq!(start.elapsed(), std::time::Duration::from_secs(2), "ended by the second event, a quarter of 8");
+        drop(sender.await.expect("the sender"));
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn gathering_outlasts_sends_and_ends_when_the_last_sender_goes() {
-        let (sink, mut rx) = EventSink::channel(4);
+        let (sink, mut rx) = EventSink::channel(16);
         let start = tokio::time::Instant::now();
         let sender = tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
