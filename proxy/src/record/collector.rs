@@ -105,14 +105,14 @@ const BATCH: usize = 512;
 const GATHER: Duration = Duration::from_millis(10);
 /// The longest it lets them gather. The interval doubles after a batch of fewer than
 /// [`FEW`] events and halves after one of more than half a [`BATCH`], so that at a low rate
-/// a wake-up still serves tens of commands — 100 queries a second paid a wake-up each at
-/// `GATHER`, and at most 100 ms a wake-up every 100 ms (two: tokio's timer wheel wakes
-/// once to move a timer past 64 ms to a finer level, then at its deadline), which cost the
-/// main runtime's threads 8-10 µs of CPU per query at 100 q/s, against 2-3 µs at this
-/// (per-thread schedstat, 600 prepared selects from Node's mysql2). Readers catch up first
-/// ([`CatchUp`]), so none sees a command late; a queue a quarter full ends the gathering
-/// (`record.event_queue`, 65,536 events by default), so a burst after a quiet spell loses
-/// nothing.
+/// a wake-up still serves tens of commands. Why as long as a second: at 100 queries a second
+/// a longest of 100 ms woke the collector ten times a second, twice each (tokio's timer wheel
+/// wakes once to move a timer past 64 ms to a finer level, then at its deadline), which cost
+/// the main runtime's threads 8-10 µs of CPU per query; at a second, 2-3 µs (per-thread
+/// schedstat, 600 prepared selects from Node's mysql2). Readers catch up first ([`CatchUp`]),
+/// so none sees a command late; a queue a quarter full ends the gathering
+/// ([`EventReceiver::gather`]; `record.event_queue`, 65,536 events by default), so a burst
+/// after a quiet spell loses nothing.
 const GATHER_MAX: Duration = Duration::from_secs(1);
 /// A batch smaller than this lengthens the interval.
 const FEW: usize = 64;
