@@ -14,8 +14,9 @@
 //! if the median of each polled block was [`PAYS_AT_MOST`] of the unpolled one's or less, off
 //! otherwise; then it measures again, or sooner if the cycle moved by half ([`Phase::moved`]:
 //! a pool's warm-up back to back, then a paced load). Medians, so one cycle that met a long
-//! pause does not decide; both polled blocks, so neither a drift nor the noise of a thread
-//! serving several connections at once (whose cycles interleave) passes for a gain. Polled
+//! pause does not decide; both polled blocks, so that a drift, or the noise of a thread
+//! serving several connections at once (whose cycles interleave), passes for a gain less
+//! often. Polled
 //! first: a client keeping a schedule (due times, as a paced load generator does) that fell
 //! behind while unpolled catches up at once, back to back, and a polled block after an
 //! unpolled one measures that catching up, not its pace; the first polled block does not.
@@ -40,7 +41,9 @@ pub(crate) const SETTLED_BLOCKS: u32 = 252;
 /// loopback round trip by a quarter to a half (`scripts/bench.sh --only a`: 23 %, 2026-11-30),
 /// a round trip of 2 ms by 2 %. Between the two is a client paced close to its round trip
 /// (10,000 queries a second on one connection), which polling lets keep its pace (cycles
-/// 100 µs polled, 109 µs not, measured) for half again the relay's CPU per query: not worth it.
+/// 100 µs polled, 109 µs not, measured) for half again the relay's CPU per query: not worth
+/// it. Where its unpolled cycles come out over 118 µs (up to 130 measured here, the machine
+/// busier) it still polls.
 pub(crate) const PAYS_AT_MOST: u64 = 85;
 
 /// The thread's running measurement and its last verdict.
