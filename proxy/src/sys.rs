@@ -313,6 +313,17 @@ pub fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The CPU time the calling thread has used (`CLOCK_THREAD_CPUTIME_ID`: user and system), or
+/// `None` where the clock cannot be read. A system call, not the vDSO: for occasional reads.
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: one timespec we own, written by the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u32::try_from(ts.tv_nsec).ok()?;
+    (rc == 0).then(|| std::time::Duration::new(secs, nanos))
+}
+
 /// Whether the peer of `socket` has closed it both ways (`POLLHUP`): on a Unix socket, a
 /// client that closed or died, where one that only shut down its write side still reads. (A
 /// TCP socket says so only after a reset; a FIN alone is the same either way.)

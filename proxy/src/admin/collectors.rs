@@ -160,7 +160,7 @@ impl Collector for RelayCollector {
         )?;
         f.labelled_counter(
             "rttscope_idle_polls_total",
-            "Idle moments of the connection threads: caught (work came while polling), missed (slept after the window), crowded (not polled: work was waiting for a CPU), unpaid (not polled: polling did not shorten the application's cycle, or that was being measured).",
+            "Idle moments of the connection threads: caught (work came while polling), missed (slept after the window), crowded (not polled: work was waiting for a CPU), unpaid (not polled: polling did not shorten the application's cycle for about the CPU sleeping costs, or that was being measured).",
             relay.idle_poll.outcomes().into_iter().map(|(outcome, n)| ([("outcome", outcome)], n)),
         )?;
         f.counter(

@@ -40,8 +40,9 @@
 //! - It pays for itself or stays off ([`payoff`]): the thread measures, on its own traffic,
 //!   whether polling for the next command and an answer's first byte shortens the
 //!   application's cycle — it does for a client waiting on each answer to send the next, not
-//!   for one keeping its own pace or talking to a server milliseconds away — and polls for them
-//!   only where it does.
+//!   for one keeping its own pace or talking to a server milliseconds away — and for how much
+//!   of the thread's CPU, and polls for them only where the cycle is shorter for about the CPU
+//!   sleeping costs.
 //! - It gives way: between looks it yields the CPU (`sched_yield`), so a thread waiting for
 //!   this CPU runs at once instead of after the window. And a thread that parks because a
 //!   write found its socket full does not poll at all: its peer, perhaps the application on
@@ -325,9 +326,9 @@ struct Poller {
     stats: Arc<super::RelayStats>,
     /// A write found its socket full since the last park ([`write_waiting`]).
     write_waited: Cell<bool>,
-    /// Counts not yet added to `stats`: added at each sample (at most a millisecond apart)
-    /// and before a sleep that follows a poll, so a park that catches work writes nothing
-    /// shared.
+    /// Counts not yet added to `stats`: added at each sample ([`Gauge::every`]) and before a
+    /// sleep that follows a poll, so a park that catches work, or does not poll, writes
+    /// nothing shared.
     polled: Duration,
     caught: u64,
     crowded: u64,
@@ -501,8 +502,10 @@ impl Poller {
             return;
         }
         if self.awaited != Awaited::Rest && !self.payoff.polls() {
+            // Counted at the next sample or sleep after a poll, as a crowded moment is: under
+            // many connections most moments are one or the other, and a shared write at each
+            // would be the cost of not polling.
             self.unpaid += 1;
-            self.publish();
             return;
         }
         if self.crowding.crowded() {
@@ -523,7 +526,7 @@ impl Poller {
     /// A new application cycle begins at `at`: the one before ends.
     fn cycle_began(&mut self, at: Instant) {
         if let Some(since) = self.cycle_since.replace(at) {
-            self.payoff.cycled(at.duration_since(since));
+            self.payoff.cycled(at.duration_since(since), crate::sys::thread_cpu_time);
         }
     }
 
@@ -869,6 +872,11 @@ mod tests {
         (runtime, stats)
     }
 
+    /// Adds what this thread's poller counted to the shared counters now.
+    fn publish() {
+        POLLER.with(|p| p.borrow_mut().as_mut().unwrap().publish());
+    }
+
     #[test]
     fn a_park_with_a_write_waiting_does_not_poll() {
         use std::os::fd::AsRawFd;
@@ -898,6 +906,7 @@ mod tests {
         for (awaited, expected) in [(Awaited::Command, (0, 1)), (Awaited::Answer, (0, 2)), (Awaited::Rest, (1, 2))] {
             awaiting(awaited);
             before_park();
+            publish();
             assert_eq!(counts(), expected, "{awaited:?}: (polled, unpaid)");
         }
     }
