@@ -77,13 +77,28 @@ pub struct Measured {
     pub queries: u64,
     pub seconds: f64,
     pub cpu_seconds: f64,
+    /// CPU time the hypervisor gave other guests while this machine's vCPUs wanted to run
+    /// (`/proc/stat`'s steal, all CPUs), over the turns.
+    pub stolen_seconds: f64,
+    /// `/proc/stat` could not be read at some turn: `stolen_seconds` is short.
+    pub steal_unread: bool,
 }
 
 impl Measured {
-    fn add(&mut self, queries: u64, elapsed: Duration, cpu: Duration) {
+    fn add(&mut self, queries: u64, elapsed: Duration, cpu: Duration, stolen: Option<Duration>) {
         self.queries += queries;
         self.seconds += elapsed.as_secs_f64();
         self.cpu_seconds += cpu.as_secs_f64();
+        match stolen {
+            Some(stolen) => self.stolen_seconds += stolen.as_secs_f64(),
+            None => self.steal_unread = true,
+        }
+    }
+
+    /// The share of the machine's CPU time stolen by the host over the turns, in percent.
+    pub fn stolen_percent(&self) -> Option<f64> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        (!self.steal_unread).then(|| 100.0 * self.stolen_seconds / (self.seconds * cpus).max(f64::MIN_POSITIVE))
     }
 
     /// µs of the proxy's CPU per query.
@@ -148,8 +163,10 @@ pub fn run(cases: &[Case], scenario: &str) -> Result<Outcome> {
                     let proxy = [&rttscope, &haproxy][i];
                     let opts = proxy.endpoint().opts(db);
                     let before = runtime.block_on(proxy.idle_poll())?;
+                    let stolen_before = stolen();
                     let (queries, elapsed, cpu) = turn(&runtime, opts, case, &|| proxy.cpu_time())?;
-                    measured[i].add(queries, elapsed, cpu);
+                    let stolen = stolen_before.zip(stolen()).map(|(before, after)| after.saturating_sub(before));
+                    measured[i].add(queries, elapsed, cpu, stolen);
                     if let (Some(before), Some(after)) = (before, runtime.block_on(proxy.idle_poll())?) {
                         idle_poll = idle_poll + after.since(before);
                     }
@@ -159,6 +176,15 @@ pub fn run(cases: &[Case], scenario: &str) -> Result<Outcome> {
         }
     }
     Ok(Outcome { scenario: scenario.to_owned(), rows, load_before, load_after: matrix::load_average() })
+}
+
+/// CPU time the hypervisor has stolen from this machine since boot, all CPUs (`/proc/stat`'s
+/// eighth `cpu` field, in clock ticks of 1/100 s): on a virtual machine whose host is busy,
+/// time a vCPU wanted to run and did not, which slows whichever proxy's turn it falls in.
+fn stolen() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: u64 = stat.lines().next()?.split_whitespace().nth(8)?.parse().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// One proxy's turn at `case`: queries answered, the window, the proxy's CPU over it.
@@ -215,18 +241,21 @@ fn paced(
 /// The table: per case, each proxy's CPU per query and rate, and rttscope's CPU against HAProxy's.
 pub fn markdown(outcome: &Outcome) -> String {
     let mut out = String::from(
-        "| case | rttscope CPU per query | HAProxy CPU per query | rttscope / HAProxy | queries/s (rttscope, HAProxy) |\n\
-         |---|---:|---:|---:|---:|\n",
+        "| case | rttscope CPU per query | HAProxy CPU per query | rttscope / HAProxy | queries/s (rttscope, HAProxy) | CPU stolen by the host (rttscope's turns, HAProxy's) |\n\
+         |---|---:|---:|---:|---:|---:|\n",
     );
     for row in &outcome.rows {
         let (r, h) = (row.rttscope.cpu_us_per_query(), row.haproxy.cpu_us_per_query());
         let ratio = r / h.max(f64::MIN_POSITIVE);
         let shown = if ratio <= 1.0 { format!("{ratio:.2}×") } else { format!("**{ratio:.2}×**") };
+        let stolen = |m: &Measured| m.stolen_percent().map_or_else(|| "?".to_owned(), |p| format!("{p:.0} %"));
         out.push_str(&format!(
-            "| {} | {r:.1} µs | {h:.1} µs | {shown} | {:.0}, {:.0} |\n",
+            "| {} | {r:.1} µs | {h:.1} µs | {shown} | {:.0}, {:.0} | {}, {} |\n",
             row.case.name(),
             row.rttscope.per_second(),
-            row.haproxy.per_second()
+            row.haproxy.per_second(),
+            stolen(&row.rttscope),
+            stolen(&row.haproxy)
         ));
     }
     out.push_str(&idle_poll_table(outcome));
