@@ -268,7 +268,8 @@ async fn polling_that_does_not_speed_the_application_up_stops() {
     for _ in 0..QUERIES {
         conn.query_drop("DO 1").await.unwrap();
     }
-    // A thread adds its counts when it next goes to sleep: after this scrape's own wake-up.
+    // A thread adds its counts when it next sleeps after a poll or reads the machine's load
+    // (every 100 ms while it has work): wait for that.
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     let outcomes = loop {
         let outcomes = by_label(&scrape(&proxy), "rttscope_idle_polls_total", "outcome");
@@ -312,7 +313,8 @@ async fn idle_polling_is_counted_and_off_at_zero() {
                 conn.query_drop("DO 1").await.unwrap();
             }
             conn.disconnect().await.unwrap();
-            // A thread adds its counts when it next goes to sleep: wait for that.
+            // A thread adds its counts when it next sleeps after a poll or reads the machine's
+            // load (every 100 ms while it has work): wait for that.
             let deadline = std::time::Instant::now() + Duration::from_secs(2);
             let (outcomes, seconds) = loop {
                 let text = scrape(&proxy);
