@@ -306,24 +306,20 @@ mod tests {
     #[test]
     fn polling_that_costs_more_cpu_than_sleeping_stops() {
         let mut p = started();
-        block_costing(&mut p, 86, 72);
-        block_costing(&mut p, 147, 51);
-        block_costing(&mut p, 92, 70);
-        assert!(!p.polls(), "40 % shorter for 40 % more CPU a cycle (a paced client kept to its pace): off");
-        for _ in 0..=SETTLED_BLOCKS {
+        let cases = [
+            ((72, 70), false, "40 % shorter for 40 % more CPU a cycle (a paced client kept to its pace)"),
+            ((57, 40), false, "one polled block over a tenth dearer"),
+            ((56, 40), true, "at most a tenth dearer, and cheaper (wake-ups dear on a busy host)"),
+        ];
+        for ((first_cpu, again_cpu), pays, why) in cases {
+            block_costing(&mut p, 86, first_cpu);
             block_costing(&mut p, 147, 51);
+            block_costing(&mut p, 92, again_cpu);
+            assert_eq!(p.polls(), pays, "{why}");
+            for _ in 0..=SETTLED_BLOCKS {
+                block_costing(&mut p, 147, 51);
+            }
         }
-        block_costing(&mut p, 86, 57);
-        block_costing(&mut p, 147, 51);
-        block_costing(&mut p, 92, 40);
-        assert!(!p.polls(), "one polled block over a tenth dearer: off");
-        for _ in 0..=SETTLED_BLOCKS {
-            block_costing(&mut p, 147, 51);
-        }
-        block_costing(&mut p, 86, 56);
-        block_costing(&mut p, 147, 51);
-        block_costing(&mut p, 92, 40);
-        assert!(p.polls(), "at most a tenth dearer, and cheaper (wake-ups dear on a busy host): on");
     }
 
     #[test]
