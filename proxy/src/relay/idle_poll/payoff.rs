@@ -68,7 +68,7 @@ pub(crate) struct Payoff {
     started: bool,
 }
 
-/// One measured block: its median cycle, and the thread's CPU time per cycle (`None`: the
+/// One measured block: its typical cycle ([`typical`]), and the thread's CPU time per cycle (`None`: the
 /// clock could not be read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Block {
@@ -85,7 +85,7 @@ enum Phase {
     /// Measuring cycles with polling on again, after the first two blocks.
     PolledAgain { polled: Block, unpolled: Block },
     /// A verdict, standing for `blocks` more blocks while the cycle stays near `cycle_us`
-    /// (the median it was reached with, polled or not as the verdict says).
+    /// (the typical cycle it was reached with, polled or not as the verdict says).
     Settled { pays: bool, blocks: u32, cycle_us: u32 },
 }
 
