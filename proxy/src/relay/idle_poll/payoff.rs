@@ -68,8 +68,8 @@ pub(crate) struct Payoff {
     started: bool,
 }
 
-/// One measured block: its typical cycle ([`typical`]), and the thread's CPU time per cycle (`None`: the
-/// clock could not be read).
+/// One measured block: its typical cycle ([`typical`]), and the thread's CPU time per cycle
+/// (`None`: the clock could not be read).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Block {
     cycle_us: u32,
