@@ -359,9 +359,12 @@ fn a_slow_reader_its_own_socket_absorbs_is_the_client_reader() {
     let Some(rig) = Rig::start_on(line, &[], &client, "") else {
         return;
     };
-    // 1.5 MB: well under what the client's window opens to (about 2.1 MiB measured here; at
-    // 2 MB rttscope was held off 7-26 % while it opened), so the result goes through
-    // rttscope without much hold-off and waits for the application there.
+    // 1.5 MB: well under what the client's window opens to (about 2.1 MiB measured here), so
+    // most of the result goes through rttscope and waits for the application there. How long
+    // rttscope is held off while that window opens is the client kernel's pace, not
+    // rttscope's: 7-49 % of the transfer measured here (over a quarter in about one run in
+    // five), so it is not bounded; what names the reader must be what the application left
+    // unread, not the hold-off.
     let label = "reader behind its own socket";
     read_output_slowly(&rig, "SELECT REPEAT('x', 1000) FROM seq_1_to_1500", 1e6, label);
     let v = rig.verdict(|v| v["bytes"].as_u64().unwrap_or(0) >= 1_500_000);
@@ -370,10 +373,10 @@ fn a_slow_reader_its_own_socket_absorbs_is_the_client_reader() {
     let unread = num(&v, "client_unread_at_end");
     assert!(unread >= 0.2 * num(&v, "bytes"), "{unread} unread: {}", v["summary"]);
     assert!(unread > f64::from(64u32 << 10) * 2.0, "more than rttscope's socket can hold: {unread}");
+    let summary = v["summary"].as_str().unwrap_or_default();
     assert!(
-        num(&v, "held_off_us") < 0.25 * num(&v, "duration_us"),
-        "named without holding rttscope off: {}",
-        v["summary"]
+        summary.contains("when the server's last byte reached rttscope the application had still to take"),
+        "named by what the application left unread: {summary}"
     );
 }
 
