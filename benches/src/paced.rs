@@ -248,14 +248,14 @@ pub fn markdown(outcome: &Outcome) -> String {
         let (r, h) = (row.rttscope.cpu_us_per_query(), row.haproxy.cpu_us_per_query());
         let ratio = r / h.max(f64::MIN_POSITIVE);
         let shown = if ratio <= 1.0 { format!("{ratio:.2}×") } else { format!("**{ratio:.2}×**") };
-        let stolen = |m: &Measured| m.stolen_percent().map_or_else(|| "?".to_owned(), |p| format!("{p:.0} %"));
+        let stolen_share = |m: &Measured| m.stolen_percent().map_or_else(|| "?".to_owned(), |p| format!("{p:.0} %"));
         out.push_str(&format!(
             "| {} | {r:.1} µs | {h:.1} µs | {shown} | {:.0}, {:.0} | {}, {} |\n",
             row.case.name(),
             row.rttscope.per_second(),
             row.haproxy.per_second(),
-            stolen(&row.rttscope),
-            stolen(&row.haproxy)
+            stolen_share(&row.rttscope),
+            stolen_share(&row.haproxy)
         ));
     }
     out.push_str(&idle_poll_table(outcome));

@@ -269,7 +269,7 @@ async fn polling_that_does_not_speed_the_application_up_stops() {
         conn.query_drop("DO 1").await.unwrap();
     }
     // A thread adds its counts when it next sleeps after a poll or reads the machine's load
-    // (every 100 ms while it has work): wait for that.
+    // (at most 100 ms apart while it has work): wait for that.
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     let outcomes = loop {
         let outcomes = by_label(&scrape(&proxy), "rttscope_idle_polls_total", "outcome");
@@ -314,7 +314,7 @@ async fn idle_polling_is_counted_and_off_at_zero() {
             }
             conn.disconnect().await.unwrap();
             // A thread adds its counts when it next sleeps after a poll or reads the machine's
-            // load (every 100 ms while it has work): wait for that.
+            // load (at most 100 ms apart while it has work): wait for that.
             let deadline = std::time::Instant::now() + Duration::from_secs(2);
             let (outcomes, seconds) = loop {
                 let text = scrape(&proxy);

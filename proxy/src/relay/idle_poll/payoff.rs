@@ -50,9 +50,9 @@ pub(crate) const PAYS_AT_MOST: u64 = 85;
 /// wake-up's. Measured here (`scripts/bench.sh --cpu`, 2026-11-30): a client paced at 10,000
 /// queries a second on one connection, which polling lets keep its pace where unpolled it
 /// falls behind (cycles 86–92 µs polled, 147 not), cost the thread 62–83 µs of CPU a cycle
-/// polled against 51 unpolled, and the row read 1.5× HAProxy's CPU per query; not polled,
-/// 0.96×. Where the host is busy enough that wake-ups cost more than the polls, polling
-/// passes.
+/// polled against 51 unpolled, and where it polled the row read 1.42–1.56× HAProxy's CPU per
+/// query; not polled, 0.76–0.96×. Where the host is busy enough that wake-ups cost more than
+/// the polls, polling passes.
 pub(crate) const CPU_AT_MOST: u64 = 110;
 
 /// The thread's running measurement and its last verdict.
